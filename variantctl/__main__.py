@@ -1,0 +1,3 @@
+from variantctl.cli import main
+
+main()

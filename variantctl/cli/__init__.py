@@ -1,0 +1,162 @@
+"""The ``variantctl`` command group.
+
+Subcommands live one per module and are imported only when invoked, so
+``variantctl --help`` stays as cheap as importing click (no libcst, fabric,
+deepdiff or rich at start-up).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+from variantctl import __version__
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from variantctl.env import Environment
+
+# name -> (module, attribute, one-line help). The help is duplicated here on
+# purpose: listing commands must not import them.
+COMMANDS: dict[str, tuple[str, str, str]] = {}
+
+
+def register(name: str, module: str, attr: str, short_help: str) -> None:
+    COMMANDS[name] = (module, attr, short_help)
+
+
+register("patch", "variantctl.cli.patch", "patch", "List, show and diff patchsets.")
+register("apply", "variantctl.cli.apply", "apply", "Apply a patchset to every root of a host.")
+register("status", "variantctl.cli.status", "status", "Show per-root, per-operation patch state.")
+register("rollback", "variantctl.cli.rollback", "rollback", "Undo an applied patchset.")
+register("list", "variantctl.cli.list_variants", "list_variants", "List launch variants.")
+register("show", "variantctl.cli.show", "show", "Show a resolved variant.")
+register("render", "variantctl.cli.render", "render", "Render what launch would run.")
+register("diff", "variantctl.cli.diff", "diff", "Compare two variants.")
+register("check", "variantctl.cli.check", "check", "Pre-flight checks for variants.")
+register("classify", "variantctl.cli.classify", "classify", "Diagnose vLLM startup logs.")
+register("hosts", "variantctl.cli.hosts", "hosts", "List and check hosts.")
+register("locate", "variantctl.cli.locate", "locate", "Find every copy of a module on a host.")
+register("launch", "variantctl.cli.launch", "launch", "Start a variant and diagnose its startup.")
+register("watch", "variantctl.cli.watch", "watch", "Attach to a started variant.")
+register("ps", "variantctl.cli.ps", "ps", "List running variants.")
+register("stop", "variantctl.cli.stop", "stop", "Stop running variants.")
+register("logs", "variantctl.cli.logs", "logs", "Print a variant's server log.")
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(n for n, (m, _, _) in COMMANDS.items() if _module_exists(m))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or not _module_exists(entry[0]):
+            return None
+        module = import_module(entry[0])
+        cmd = getattr(module, entry[1])
+        assert isinstance(cmd, click.Command)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(n, COMMANDS[n][2]) for n in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    # Commands land issue by issue; a registry entry whose module is not there
+    # yet must not break --help. Checked by file, so nothing is imported.
+    rel = module.split(".")[1:]
+    base = Path(__file__).resolve().parent.parent
+    return base.joinpath(*rel).with_suffix(".py").is_file()
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="variantctl")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="VARIANTCTL_PROJECT",
+    help="Project directory holding patchsets/ and variants/ (default: found from cwd).",
+)
+@click.pass_context
+def cli(ctx: click.Context, project: Path | None) -> None:
+    """Patch, launch and diagnose vLLM server variants on local and SSH hosts."""
+    if ctx.obj is None:
+        from variantctl.env import Environment
+
+        ctx.obj = Environment.from_process(project)
+    elif project is not None:
+        ctx.obj.project_dir = project.resolve()
+
+
+def run(argv: list[str] | None = None, env: Environment | None = None) -> int:
+    """Run the CLI and return its exit code; expected errors print one message, no traceback.
+
+    Tests call this in-process with an Environment whose consoles write to buffers.
+    Commands end with :func:`finish` (or return normally for success).
+    """
+    try:
+        rv = cli.main(args=argv, prog_name="variantctl", standalone_mode=False, obj=env)
+    except click.exceptions.Abort:
+        _echo_err(env, "aborted")
+        return ExitCode.INTERRUPTED
+    except click.ClickException as exc:
+        if env is None:
+            exc.show()
+        else:
+            env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
+        return exc.exit_code
+    except VariantctlError as exc:
+        report_error(exc, env)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _echo_err(env, "interrupted")
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # `variantctl ... | head` is normal use
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
+    except Exception as exc:  # a bug: say so briefly, full trace only on request
+        if os.environ.get("VARIANTCTL_DEBUG"):
+            raise
+        _echo_err(
+            env,
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "(this is a bug in variantctl; rerun with VARIANTCTL_DEBUG=1 for the traceback)",
+        )
+        return ExitCode.INTERNAL
+    return rv if isinstance(rv, int) else ExitCode.OK
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run())
+
+
+def finish(code: int) -> NoReturn:
+    """End a command with an exit code (works in-process and as a console script)."""
+    raise click.exceptions.Exit(int(code))
+
+
+def _echo_err(env: Environment | None, text: str) -> None:
+    if env is None:
+        click.echo(text, err=True)
+    else:
+        env.stderr.print(text, markup=False, highlight=False)
+
+
+def report_error(exc: VariantctlError, env: Environment | None = None) -> None:
+    """Print an expected error as ``error: …`` (and ``hint: …``) on stderr."""
+    _echo_err(env, f"error: {exc.message}")
+    if exc.hint:
+        _echo_err(env, f"hint: {exc.hint}")

@@ -1,0 +1,250 @@
+"""Schema as data: small validators that report the key path, position and a did-you-mean.
+
+A schema checks a :class:`~variantctl.config.yamlload.Document` value at a key
+path and returns the (possibly normalised) value, or raises a located
+ConfigError. Loaders build frozen models from the checked values.
+
+Example::
+
+    VARIANT = Struct("variant", {
+        "description": Field(Str()),
+        "port": Field(Int(min=1, max=65535)),
+        "args": Field(MapOf(Str(), Any_())),
+    })
+    data = VARIANT.check(doc.data, (), doc)
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from variantctl.config.yamlload import Document, KeyPath
+
+_MISSING: Any = object()
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """``did you mean 'x'?`` for the closest of ``choices``, or None."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def type_name(value: Any) -> str:
+    """A YAML-flavoured name for a value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class Schema:
+    """Base validator."""
+
+    expected = "a value"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def fail(self, value: Any, path: KeyPath, doc: Document, extra: str = "") -> Any:
+        raise doc.error(path, f"expected {self.expected}, got {type_name(value)}{extra}")
+
+
+class Any_(Schema):
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        return value
+
+
+class Str(Schema):
+    def __init__(self, *, pattern: str | None = None, what: str | None = None,
+                 allow_empty: bool = False):
+        self.pattern = re.compile(pattern) if pattern else None
+        self.what = what
+        self.allow_empty = allow_empty
+        self.expected = what or "a string"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if not isinstance(value, str):
+            return self.fail(value, path, doc)
+        if not value and not self.allow_empty:
+            raise doc.error(path, f"expected {self.expected}, got an empty string")
+        if self.pattern and not self.pattern.fullmatch(value):
+            raise doc.error(path, f"{value!r} is not {self.expected}")
+        return value
+
+
+class Int(Schema):
+    def __init__(self, *, min: int | None = None, max: int | None = None):
+        self.min, self.max = min, max
+        self.expected = "an integer"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return self.fail(value, path, doc)
+        if self.min is not None and value < self.min:
+            raise doc.error(path, f"must be at least {self.min}, got {value}")
+        if self.max is not None and value > self.max:
+            raise doc.error(path, f"must be at most {self.max}, got {value}")
+        return value
+
+
+class Float(Schema):
+    def __init__(self, *, min: float | None = None):
+        self.min = min
+        self.expected = "a number"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return self.fail(value, path, doc)
+        if self.min is not None and value < self.min:
+            raise doc.error(path, f"must be at least {self.min}, got {value}")
+        return float(value)
+
+
+class Bool(Schema):
+    expected = "true or false"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if not isinstance(value, bool):
+            return self.fail(value, path, doc)
+        return value
+
+
+class Enum(Schema):
+    def __init__(self, *choices: str):
+        self.choices = choices
+        self.expected = "one of " + ", ".join(repr(c) for c in choices)
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if value not in self.choices:
+            hint = did_you_mean(str(value), self.choices) if isinstance(value, str) else None
+            raise doc.error(path, f"expected {self.expected}, got {value!r}", hint=hint)
+        return value
+
+
+class ListOf(Schema):
+    """A list of items; with ``single=True`` a lone item is accepted as a one-item list."""
+
+    def __init__(self, item: Schema, *, single: bool = False, min_len: int = 0):
+        self.item, self.single, self.min_len = item, single, min_len
+        self.expected = f"a list of {item.expected}"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if self.single and not isinstance(value, list):
+            return (self.item.check(value, path, doc),)
+        if not isinstance(value, list):
+            return self.fail(value, path, doc)
+        if len(value) < self.min_len:
+            raise doc.error(path, f"needs at least {self.min_len} item(s)")
+        return tuple(self.item.check(v, (*path, i), doc) for i, v in enumerate(value))
+
+
+class MapOf(Schema):
+    def __init__(self, key: Schema, value: Schema):
+        self.key, self.value = key, value
+        self.expected = "a mapping"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if not isinstance(value, dict):
+            return self.fail(value, path, doc)
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            kk = self.key.check(k, (*path, k), doc)
+            out[kk] = self.value.check(v, (*path, k), doc)
+        return out
+
+
+class OneOf(Schema):
+    """The first alternative whose check passes; the error names all of them."""
+
+    def __init__(self, *alternatives: Schema):
+        self.alternatives = alternatives
+        self.expected = " or ".join(a.expected for a in alternatives)
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        from variantctl.errors import ConfigError
+
+        for alt in self.alternatives:
+            try:
+                return alt.check(value, path, doc)
+            except ConfigError:
+                continue
+        return self.fail(value, path, doc)
+
+
+class Nullable(Schema):
+    def __init__(self, inner: Schema):
+        self.inner = inner
+        self.expected = f"{inner.expected} or null"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        return None if value is None else self.inner.check(value, path, doc)
+
+
+class Check(Schema):
+    """Wrap a schema with an extra predicate: ``fn(value)`` returns an error text or None."""
+
+    def __init__(self, inner: Schema, fn: Callable[[Any], str | None]):
+        self.inner, self.fn = inner, fn
+        self.expected = inner.expected
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        v = self.inner.check(value, path, doc)
+        problem = self.fn(v)
+        if problem:
+            raise doc.error(path, problem)
+        return v
+
+
+@dataclass(frozen=True)
+class Field:
+    schema: Schema
+    required: bool = False
+    default: Any = _MISSING
+
+
+class Struct(Schema):
+    """A mapping with known keys; unknown keys are errors with a did-you-mean."""
+
+    def __init__(self, what: str, fields: dict[str, Field], *, extra_ok: Sequence[str] = ()):
+        self.what = what
+        self.fields = fields
+        self.extra_ok = set(extra_ok)
+        self.expected = f"a mapping ({what})"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        if not isinstance(value, dict):
+            return self.fail(value, path, doc)
+        for k in value:
+            if k not in self.fields and k not in self.extra_ok:
+                hint = did_you_mean(str(k), self.fields)
+                known = ", ".join(sorted(self.fields))
+                raise doc.error(
+                    (*path, k),
+                    f"unknown key {k!r} in {self.what}",
+                    hint=hint or f"known keys: {known}",
+                    key=True,
+                )
+        out: dict[str, Any] = {}
+        for name, f in self.fields.items():
+            if name in value:
+                out[name] = f.schema.check(value[name], (*path, name), doc)
+            elif f.required:
+                raise doc.error(path, f"missing required key {name!r} in {self.what}")
+            elif f.default is not _MISSING:
+                out[name] = f.default
+        return out

@@ -1,0 +1,106 @@
+"""The Environment passed to every command (consoles, clock, paths).
+
+Commands never reach for globals: tests build an Environment pointing at temp
+directories and run the CLI in-process (the httpie pattern).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from variantctl.errors import VariantctlError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PROJECT_ENV = "VARIANTCTL_PROJECT"
+CACHE_ENV = "VARIANTCTL_CACHE"
+
+
+def _default_cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "variantctl"
+
+
+def find_project_dir(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``patchsets/`` or ``variants/``.
+
+    Falls back to the source checkout this package was imported from (an
+    editable install), so ``variantctl apply eager-allreduce`` works from anywhere
+    in a development setup.
+    """
+    env = os.environ.get(PROJECT_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / "patchsets").is_dir() or (candidate / "variants").is_dir():
+            return candidate
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "patchsets").is_dir() and (checkout / "pyproject.toml").is_file():
+        return checkout
+    return None
+
+
+def _make_console(stream: object, force_terminal: bool | None = None) -> Console:
+    from rich.console import Console
+
+    return Console(file=stream, force_terminal=force_terminal, soft_wrap=False)  # type: ignore[arg-type]
+
+
+@dataclass
+class Environment:
+    """Everything a command may touch outside its arguments."""
+
+    stdout: Console
+    stderr: Console
+    cwd: Path
+    project_dir: Path | None
+    cache_dir: Path
+    clock: Callable[[], float] = time.monotonic
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    #: set by --project; overrides discovery
+    debug: bool = False
+
+    @classmethod
+    def from_process(cls, project: Path | None = None) -> Environment:
+        """The environment of a real CLI invocation."""
+        cwd = Path.cwd()
+        return cls(
+            stdout=_make_console(sys.stdout),
+            stderr=_make_console(sys.stderr),
+            cwd=cwd,
+            project_dir=project.resolve() if project else find_project_dir(cwd),
+            cache_dir=_default_cache_dir(),
+            debug=bool(os.environ.get("VARIANTCTL_DEBUG")),
+        )
+
+    def project(self) -> Path:
+        """The project directory, or a clear error when there is none."""
+        if self.project_dir is None:
+            raise VariantctlError(
+                f"no variantctl project found at or above {self.cwd}",
+                hint=f"run inside a directory holding patchsets/ or variants/, "
+                f"or pass --project DIR (or set {PROJECT_ENV})",
+            )
+        return self.project_dir
+
+    @property
+    def patchsets_dir(self) -> Path:
+        return self.project() / "patchsets"
+
+    @property
+    def variants_dir(self) -> Path:
+        return self.project() / "variants"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.project() / "runs"

@@ -1,0 +1,1 @@
+"""Rendering: the only place that prints. Rich for people, JSON for scripts."""

@@ -1,0 +1,1 @@
+"""EFFECTFUL: executors. One small interface, a local and an SSH implementation."""
