@@ -1,0 +1,1 @@
+"""Shared test support: real vLLM CPU paths, sshd fixture, fake GPU-era servers."""
