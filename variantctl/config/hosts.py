@@ -1,0 +1,191 @@
+"""Hosts: how to reach a machine, its Python, environment, patch roots and work dir.
+
+``variants/hosts.yaml`` maps a name to a host. A built-in ``local`` host needs
+no file (it may be overridden there, e.g. to set PYTHONPATH or site roots).
+
+Values may reference the *local* environment as ``${NAME}`` or
+``${NAME:-default}`` (e.g. ``python: ${VARIANTCTL_VLLM_PYTHON:-python3}``), so one
+file serves several machines; expansion happens here, at load time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from variantctl.config.schema import Field, Int, ListOf, MapOf, Nullable, Str, Struct, did_you_mean
+from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
+from variantctl.errors import NotFoundError
+
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_EXPAND = re.compile(r"\$\{(" + ENV_NAME + r")(?::-([^}]*))?\}")
+
+HOSTS_FILE = "hosts.yaml"
+
+
+@dataclass(frozen=True)
+class SshSpec:
+    """How to reach a host over SSH. ``alias`` is an ssh_config Host entry."""
+
+    alias: str | None = None
+    hostname: str | None = None
+    user: str | None = None
+    port: int | None = None
+    key: str | None = None
+    #: extra ssh_config file to read (tests point this at a generated config)
+    config_file: str | None = None
+
+    @property
+    def display(self) -> str:
+        if self.alias:
+            return self.alias
+        who = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{who}{self.hostname}{port}"
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine variants run on and patches apply to."""
+
+    name: str
+    #: None for the local machine
+    ssh: SshSpec | None = None
+    #: the Python that runs vLLM there
+    python: str = "python3"
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: explicit patch roots (site-packages-like dirs); empty means discover from the Python
+    site_roots: tuple[str, ...] = ()
+    #: logs/, run/ (pid files) and scripts live under this directory
+    workdir: str = "~/.variantctl"
+    #: GPU monitor command (nvidia-smi, ixsmi), None when there is none
+    gpu_monitor: str | None = None
+    #: where this host was defined (file:line), for messages
+    origin: str = "built-in"
+
+    @property
+    def is_local(self) -> bool:
+        return self.ssh is None
+
+
+def builtin_local() -> Host:
+    """This machine, running the Python variantctl runs under unless configured otherwise."""
+    return Host(
+        name="local",
+        python=sys.executable,
+        workdir=str(Path.home() / ".variantctl"),
+    )
+
+
+def expand_vars(value: str, path: KeyPath, doc: Document, environ: Mapping[str, str]) -> str:
+    """Expand ``${NAME}`` / ``${NAME:-default}`` from the local environment."""
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in environ and environ[name] != "":
+            return environ[name]
+        if default is not None:
+            return default
+        raise doc.error(path, f"environment variable {name} is not set",
+                        hint=f"set it or write ${{{name}:-default}}")
+
+    return _EXPAND.sub(sub, value)
+
+
+_SSH = Struct(
+    "ssh",
+    {
+        "alias": Field(Str()),
+        "host": Field(Str()),
+        "user": Field(Str()),
+        "port": Field(Int(min=1, max=65535)),
+        "key": Field(Str()),
+        "config": Field(Str()),
+    },
+)
+
+_HOST = Struct(
+    "host",
+    {
+        "ssh": Field(_SSH),
+        "python": Field(Str()),
+        "env": Field(MapOf(Str(pattern=ENV_NAME, what="an environment variable name"),
+                           Str(allow_empty=True))),
+        "site_roots": Field(ListOf(Str())),
+        "workdir": Field(Str()),
+        "gpu_monitor": Field(Nullable(Str())),
+        "description": Field(Str()),
+    },
+)
+
+_HOSTS = MapOf(Str(pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*", what="a host name"), _HOST)
+
+
+def load_hosts(
+    project_dir: Path | None, environ: Mapping[str, str] | None = None
+) -> dict[str, Host]:
+    """All hosts: the built-in ``local`` plus ``<project>/variants/hosts.yaml`` if present."""
+    environ = os.environ if environ is None else environ
+    hosts = {"local": builtin_local()}
+    if project_dir is None:
+        return hosts
+    path = project_dir / "variants" / HOSTS_FILE
+    if not path.exists():
+        return hosts
+    doc = load_yaml_file(path)
+    if doc.data is None:
+        return hosts
+    data: dict[str, dict[str, Any]] = _HOSTS.check(doc.data, (), doc)
+    for name, raw in data.items():
+        hosts[name] = _host_from(name, raw, doc, environ, hosts.get(name))
+    return hosts
+
+
+def _host_from(
+    name: str, raw: dict[str, Any], doc: Document, environ: Mapping[str, str], base: Host | None
+) -> Host:
+    def ex(key: str, value: str, *sub: Any) -> str:
+        return expand_vars(value, (name, key, *sub), doc, environ)
+
+    ssh = None
+    if "ssh" in raw:
+        s = raw["ssh"]
+        if not s.get("alias") and not s.get("host"):
+            raise doc.error((name, "ssh"), "ssh needs `alias` (an ssh_config Host) or `host`")
+        ssh = SshSpec(
+            alias=s.get("alias"),
+            hostname=s.get("host"),
+            user=s.get("user"),
+            port=s.get("port"),
+            key=ex("ssh", s["key"], "key") if s.get("key") else None,
+            config_file=ex("ssh", s["config"], "config") if s.get("config") else None,
+        )
+    elif name != "local":
+        # a host without ssh runs here: useful for a second local Python (the vLLM CPU venv)
+        ssh = None
+    default = base or (builtin_local() if ssh is None else Host(name=name))
+    m = doc.mark((name,), key=True)
+    return Host(
+        name=name,
+        ssh=ssh,
+        python=ex("python", raw["python"]) if "python" in raw else default.python,
+        env=MappingProxyType({k: ex("env", v, k) for k, v in raw.get("env", {}).items()}),
+        site_roots=tuple(ex("site_roots", r, i) for i, r in enumerate(raw.get("site_roots", ()))),
+        workdir=ex("workdir", raw["workdir"]) if "workdir" in raw else default.workdir,
+        gpu_monitor=raw.get("gpu_monitor", default.gpu_monitor),
+        origin=f"{doc.source}:{m.line}",
+    )
+
+
+def get_host(hosts: Mapping[str, Host], name: str) -> Host:
+    """The named host, or a NotFoundError with a did-you-mean."""
+    if name in hosts:
+        return hosts[name]
+    hint = did_you_mean(name, hosts) or f"known hosts: {', '.join(sorted(hosts))}"
+    raise NotFoundError(f"unknown host {name!r}", hint=hint)
