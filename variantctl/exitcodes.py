@@ -19,6 +19,8 @@ class ExitCode(IntEnum):
     HANG = 5
     #: a deadline passed without a verdict
     TIMEOUT = 6
+    #: a log was read but did not hold enough evidence for a verdict (classify)
+    UNKNOWN = 7
     #: a bug in variantctl itself
     INTERNAL = 70
     #: interrupted by the user

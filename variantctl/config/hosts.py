@@ -19,9 +19,26 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from variantctl.config.schema import Field, Int, ListOf, MapOf, Nullable, Str, Struct, did_you_mean
+from variantctl.config.schema import (
+    Check,
+    Field,
+    Int,
+    ListOf,
+    MapOf,
+    Nullable,
+    Str,
+    Struct,
+    did_you_mean,
+)
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import NotFoundError
+from variantctl.variants.flags import (
+    VERSION_PATTERN,
+    flag_problem,
+    normalise_backend,
+    normalise_flag,
+)
+from variantctl.variants.model import Vendor
 
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _EXPAND = re.compile(r"\$\{(" + ENV_NAME + r")(?::-([^}]*))?\}")
@@ -66,6 +83,10 @@ class Host:
     workdir: str = "~/.variantctl"
     #: GPU monitor command (nvidia-smi, ixsmi), None when there is none
     gpu_monitor: str | None = None
+    #: the vLLM version installed there (variants may override), for pre-flight rules
+    vllm_version: str | None = None
+    #: a vendor build's backports and backend facts (variants may override)
+    vendor: Vendor | None = None
     #: where this host was defined (file:line), for messages
     origin: str = "built-in"
 
@@ -110,6 +131,47 @@ _SSH = Struct(
     },
 )
 
+def _flag_list_problem(flags: tuple[str, ...]) -> str | None:
+    for f in flags:
+        problem = flag_problem(normalise_flag(f))
+        if problem:
+            return problem
+    return None
+
+
+_BACKEND = Str(pattern=r"[A-Za-z][A-Za-z0-9_-]*", what="an attention backend name")
+
+#: shared by hosts.yaml and variant files
+VENDOR = Struct(
+    "vendor",
+    {
+        "name": Field(Str()),
+        "backports": Field(Check(ListOf(Str(), single=True), _flag_list_problem)),
+        "attention_backend_default": Field(_BACKEND),
+        "unavailable_backends": Field(ListOf(_BACKEND, single=True)),
+    },
+)
+
+VLLM_VERSION = Str(pattern=VERSION_PATTERN, what="a vLLM version such as 0.6.3")
+
+
+def vendor_from(raw: dict[str, Any] | None, base: Vendor | None = None) -> Vendor | None:
+    """A Vendor from a checked ``vendor:`` mapping, keys not given taken from ``base``."""
+    if raw is None:
+        return base
+    b = base or Vendor()
+    default = raw.get("attention_backend_default")
+    return Vendor(
+        name=raw.get("name", b.name),
+        backports=tuple(normalise_flag(f) for f in raw["backports"])
+        if "backports" in raw else b.backports,
+        attention_backend_default=normalise_backend(default)
+        if default else b.attention_backend_default,
+        unavailable_backends=tuple(normalise_backend(x) for x in raw["unavailable_backends"])
+        if "unavailable_backends" in raw else b.unavailable_backends,
+    )
+
+
 _HOST = Struct(
     "host",
     {
@@ -121,6 +183,8 @@ _HOST = Struct(
         "workdir": Field(Str()),
         "gpu_monitor": Field(Nullable(Str())),
         "description": Field(Str()),
+        "vllm_version": Field(VLLM_VERSION),
+        "vendor": Field(VENDOR),
     },
 )
 
@@ -135,10 +199,18 @@ def load_hosts(
     hosts = {"local": builtin_local()}
     if project_dir is None:
         return hosts
-    path = project_dir / "variants" / HOSTS_FILE
+    return load_hosts_file(project_dir / "variants" / HOSTS_FILE, environ)
+
+
+def load_hosts_file(
+    path: Path, environ: Mapping[str, str] | None = None, *, display: str | None = None
+) -> dict[str, Host]:
+    """The built-in ``local`` plus the hosts of ``path`` (only ``local`` if it does not exist)."""
+    environ = os.environ if environ is None else environ
+    hosts = {"local": builtin_local()}
     if not path.exists():
         return hosts
-    doc = load_yaml_file(path)
+    doc = load_yaml_file(path, display=display)
     if doc.data is None:
         return hosts
     data: dict[str, dict[str, Any]] = _HOSTS.check(doc.data, (), doc)
@@ -170,15 +242,23 @@ def _host_from(
         # a host without ssh runs here: useful for a second local Python (the vLLM CPU venv)
         ssh = None
     default = base or (builtin_local() if ssh is None else Host(name=name))
+
+    def home(value: str) -> str:
+        # `~` means this machine's home only for a host without ssh; a remote `~` is
+        # left for the remote shell (rendered scripts turn it into "$HOME")
+        return os.path.expanduser(value) if ssh is None else value
+
     m = doc.mark((name,), key=True)
     return Host(
         name=name,
         ssh=ssh,
-        python=ex("python", raw["python"]) if "python" in raw else default.python,
+        python=home(ex("python", raw["python"])) if "python" in raw else default.python,
         env=MappingProxyType({k: ex("env", v, k) for k, v in raw.get("env", {}).items()}),
         site_roots=tuple(ex("site_roots", r, i) for i, r in enumerate(raw.get("site_roots", ()))),
-        workdir=ex("workdir", raw["workdir"]) if "workdir" in raw else default.workdir,
+        workdir=home(ex("workdir", raw["workdir"])) if "workdir" in raw else default.workdir,
         gpu_monitor=raw.get("gpu_monitor", default.gpu_monitor),
+        vllm_version=raw.get("vllm_version", default.vllm_version),
+        vendor=vendor_from(raw.get("vendor"), default.vendor),
         origin=f"{doc.source}:{m.line}",
     )
 

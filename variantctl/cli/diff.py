@@ -1,0 +1,47 @@
+"""``variantctl diff A B``: how two variants differ, grouped (flags, env, requires, …)."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import pass_env
+from variantctl.env import Environment
+
+
+@click.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@pass_env
+def diff(env: Environment, a: str, b: str, fmt: str) -> None:
+    """Show what changes from variant A to variant B."""
+    from variantctl.config.variants import load_catalog
+    from variantctl.variants.diff import diff_variants, format_value
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(env.variants_dir)
+    va, vb = resolve(catalog, a), resolve(catalog, b)
+    changes = diff_variants(va, vb)
+    if fmt == "json":
+        from variantctl.render.output import print_json
+
+        print_json(env, {"a": a, "b": b, "changes": [c.to_dict() for c in changes]})
+        return
+    if not changes:
+        env.stdout.print(f"{a} and {b} run the same server (no differences)",
+                         markup=False, highlight=False)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("", "SETTING", a, "", b):
+        table.add_column(col, overflow="fold")
+    last = None
+    for c in changes:
+        group = c.group if c.group != last else ""
+        last = c.group
+        table.add_row(Text(group), Text(c.label), Text(format_value(c.old)), Text("→"),
+                      Text(format_value(c.new)))
+    env.stdout.print(table)

@@ -1,0 +1,46 @@
+"""``variantctl render NAME``: exactly what launch will run on the variant's host."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import pass_env
+from variantctl.env import Environment
+
+
+@click.command("render")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["sh", "argv", "json"]), default="sh",
+              show_default=True, help="sh: the launch script; argv: one word per line; json.")
+@click.option("--host", "host_name", help="Render for another host than the variant's.")
+@click.option("--port", type=click.IntRange(1, 65535), help="Override the port.")
+@pass_env
+def render(env: Environment, name: str, fmt: str, host_name: str | None,
+           port: int | None) -> None:
+    """Render variant NAME as a POSIX shell script (every value quoted), argv or JSON."""
+    from variantctl.config.hosts import get_host
+    from variantctl.config.variants import load_catalog
+    from variantctl.variants.render import (
+        render_argv,
+        render_env,
+        render_log_path,
+        render_script,
+    )
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(env.variants_dir)
+    v = resolve(catalog, name, host=host_name, port=port)
+    host = get_host(catalog.hosts, v.host)
+    out = env.stdout.file
+    if fmt == "sh":
+        out.write(render_script(v, host))
+    elif fmt == "argv":
+        out.write("".join(word + "\n" for word in render_argv(v, host)))
+    else:
+        from variantctl.render.output import print_json
+
+        print_json(env, {"name": v.name, "host": host.name, "port": v.port,
+                         "argv": render_argv(v, host), "env": render_env(v, host),
+                         "log": render_log_path(v, host), "script": render_script(v, host)})
+        return
+    out.flush()

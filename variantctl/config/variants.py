@@ -1,0 +1,305 @@
+"""Variant files: ``variants/*.yaml``, one launch variant per file, validated into layers.
+
+A file holds one variant named after the file (or its ``name:`` key). The
+loader checks the schema (file:line:column, key path, did-you-mean), normalises
+flag names (``tp`` -> ``tensor-parallel-size``), expands ``${NAME}`` and
+``${NAME:-default}`` from the local environment in ``command``, ``model``,
+``env``, ``args`` and ``log`` string values, records where every value was set
+and rejects missing parents and ``extends`` cycles. Inheritance itself is pure
+(:mod:`variantctl.variants.resolve`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from variantctl.config.hosts import (
+    ENV_NAME,
+    HOSTS_FILE,
+    VENDOR,
+    VLLM_VERSION,
+    Host,
+    expand_vars,
+    load_hosts_file,
+)
+from variantctl.config.schema import (
+    Any_,
+    Bool,
+    Field,
+    Float,
+    Int,
+    ListOf,
+    MapOf,
+    Nullable,
+    OneOf,
+    Str,
+    Struct,
+    type_name,
+)
+from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
+from variantctl.errors import ConfigError
+from variantctl.variants.flags import flag_problem, normalise_backend, normalise_flag
+from variantctl.variants.model import Layer
+
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+#: placeholders of the ``log`` template (filled by render_log_path)
+LOG_FIELDS = ("workdir", "name", "host", "port")
+
+def _log_problem(template: str) -> str | None:
+    import string
+
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        return f"invalid log template: {exc} (write literal braces as {{{{ and }}}})"
+    for name in fields:
+        if name not in LOG_FIELDS:
+            return (f"unknown placeholder {{{name}}} in log template; "
+                    f"known: {', '.join('{' + f + '}' for f in LOG_FIELDS)}")
+    return None
+
+
+_SCALAR = OneOf(Str(allow_empty=True), Int(), Float(), Bool())
+_ENV_VALUE = Nullable(OneOf(Str(allow_empty=True), Int(), Float()))
+
+_VARIANT = Struct(
+    "variant",
+    {
+        "name": Field(Str(pattern=NAME_PATTERN, what="a variant name")),
+        "description": Field(Str(allow_empty=True)),
+        "extends": Field(ListOf(Str(pattern=NAME_PATTERN, what="a variant name"), single=True)),
+        "host": Field(Nullable(Str(pattern=NAME_PATTERN, what="a host name"))),
+        "command": Field(Nullable(OneOf(Str(), ListOf(Str(), min_len=1)))),
+        "model": Field(Nullable(Str())),
+        "port": Field(Nullable(Int(min=1, max=65535))),
+        # checked key by key below: names are normalised and values have their own rules
+        "args": Field(Nullable(MapOf(Str(), Any_()))),
+        "env": Field(Nullable(MapOf(Str(pattern=ENV_NAME, what="an environment variable name"),
+                                    _ENV_VALUE))),
+        "requires": Field(ListOf(Str(pattern=NAME_PATTERN, what="a patchset name"), single=True)),
+        "expect": Field(Nullable(MapOf(Str(pattern=r"[a-z_][a-z0-9_]*", what="a fact name"),
+                                       Nullable(_SCALAR)))),
+        "vllm_version": Field(Nullable(VLLM_VERSION)),
+        "vendor": Field(Nullable(VENDOR)),
+        "startup": Field(Struct("startup", {
+            "ready_timeout": Field(Nullable(Float(min=1))),
+            "stall": Field(Nullable(Float(min=1))),
+        })),
+        "log": Field(Nullable(Str())),
+        "tags": Field(ListOf(Str(pattern=NAME_PATTERN, what="a tag"), single=True)),
+    },
+)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every variant file of a project (as layers) and the hosts they may run on."""
+
+    variants_dir: Path
+    layers: Mapping[str, Layer] = field(default_factory=lambda: MappingProxyType({}))
+    hosts: Mapping[str, Host] = field(default_factory=lambda: MappingProxyType({}))
+
+    def names(self) -> list[str]:
+        return sorted(self.layers)
+
+
+def load_catalog(variants_dir: Path, environ: Mapping[str, str] | None = None) -> Catalog:
+    """Load ``variants_dir/*.yaml`` (and ``hosts.yaml``); ConfigError on the first bad file.
+
+    An absent directory is an empty catalog (only the built-in ``local`` host).
+    """
+    from variantctl.variants.resolve import check_graph
+
+    environ = os.environ if environ is None else environ
+    base = variants_dir.parent
+    hosts = load_hosts_file(variants_dir / HOSTS_FILE, environ,
+                            display=_display(variants_dir / HOSTS_FILE, base))
+    layers: dict[str, Layer] = {}
+    if variants_dir.is_dir():
+        files = sorted(p for p in variants_dir.iterdir()
+                       if p.suffix in {".yaml", ".yml"} and p.stem != "hosts" and p.is_file())
+        for path in files:
+            layer = load_variant_file(path, environ, display=_display(path, base))
+            if layer.name in layers:
+                first = layers[layer.name].source
+                raise ConfigError(
+                    f"variant {layer.name!r} is defined twice (also in {first})",
+                    source=layer.source,
+                    hint="variant names must be unique; rename one file or its `name:`",
+                )
+            layers[layer.name] = layer
+    check_graph(layers)
+    return Catalog(variants_dir, MappingProxyType(layers), MappingProxyType(hosts))
+
+
+def _display(path: Path, base: Path) -> str:
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def load_variant_file(
+    path: Path, environ: Mapping[str, str] | None = None, *, display: str | None = None
+) -> Layer:
+    """One variant file as a :class:`Layer` (validated, normalised, expanded, with origins)."""
+    environ = os.environ if environ is None else environ
+    doc = load_yaml_file(path, display=display)
+    if doc.data is None:
+        raise doc.error((), "empty variant file", hint="write at least `extends:` or `args:`")
+    data: dict[str, Any] = _VARIANT.check(doc.data, (), doc)
+    return layer_from(data, doc, path.stem, environ)
+
+
+def layer_from(
+    data: dict[str, Any], doc: Document, default_name: str, environ: Mapping[str, str]
+) -> Layer:
+    """Build a Layer from checked data; ``doc`` supplies positions for errors and origins."""
+    name = data.get("name", default_name)
+    origins: dict[str, str] = {}
+
+    def origin(path: KeyPath, key: str) -> None:
+        origins[key] = f"{doc.source}:{doc.mark(path).line}"
+
+    def ex(value: str, path: KeyPath) -> str:
+        return expand_vars(value, path, doc, environ)
+
+    values: dict[str, Any] = {}
+    for key in ("description", "host", "port", "vllm_version"):
+        if key in data:
+            values[key] = data[key]
+            origin((key,), key)
+    if "vendor" in data:
+        values["vendor"] = _vendor(data["vendor"])
+        for k in data["vendor"] or ():
+            origin(("vendor", k), f"vendor.{k}")
+    if "model" in data:
+        values["model"] = None if data["model"] is None else ex(data["model"], ("model",))
+        origin(("model",), "model")
+    if "log" in data:
+        values["log"] = None if data["log"] is None else ex(data["log"], ("log",))
+        problem = _log_problem(values["log"]) if values["log"] else None
+        if problem:
+            raise doc.error(("log",), problem)
+        origin(("log",), "log")
+    if "command" in data:
+        values["command"] = _command(data["command"], doc, ex)
+        origin(("command",), "command")
+    for key in ("requires", "tags"):
+        if key in data:
+            values[key] = data[key]
+            for i, item in enumerate(data[key]):
+                origin((key, i) if isinstance(doc.data.get(key), list) else (key,),
+                       f"{key}.{item}")
+    # a section set to null drops everything inherited into it
+    if "args" in data:
+        values["args"] = None if data["args"] is None else _args(data["args"], doc, ex, origin)
+    if "env" in data and data["env"] is None:
+        values["env"] = None
+    elif "env" in data:
+        env: dict[str, str | None] = {}
+        for k, v in data["env"].items():
+            env[k] = None if v is None else ex(str(v), ("env", k))
+            origin(("env", k), f"env.{k}")
+        values["env"] = env
+    if "expect" in data:
+        values["expect"] = None if data["expect"] is None else dict(data["expect"])
+        for k in values["expect"] or ():
+            origin(("expect", k), f"expect.{k}")
+    if "startup" in data:
+        values["startup"] = dict(data["startup"])
+        for k in values["startup"]:
+            origin(("startup", k), f"startup.{k}")
+    extends = tuple(data.get("extends", ()))
+    if name in extends:
+        raise doc.error(("extends",), f"variant {name!r} extends itself")
+    raw_ext = doc.data.get("extends") if isinstance(doc.data, dict) else None
+    marks = []
+    for i in range(len(extends)):
+        m = doc.mark(("extends", i) if isinstance(raw_ext, list) else ("extends",))
+        marks.append((m.source, m.line, m.column))
+    return Layer(
+        name=name,
+        source=doc.source,
+        extends=extends,
+        values=MappingProxyType(values),
+        origins=MappingProxyType(origins),
+        extends_marks=tuple(marks),
+    )
+
+
+def _vendor(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    out = dict(raw)
+    if "backports" in out:
+        out["backports"] = tuple(normalise_flag(f) for f in out["backports"])
+    if "attention_backend_default" in out:
+        out["attention_backend_default"] = normalise_backend(out["attention_backend_default"])
+    if "unavailable_backends" in out:
+        out["unavailable_backends"] = tuple(normalise_backend(b)
+                                            for b in out["unavailable_backends"])
+    return out
+
+
+def _command(raw: Any, doc: Document, ex: Any) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        try:
+            tokens = shlex.split(raw)
+        except ValueError as exc:
+            raise doc.error(("command",), f"cannot split command: {exc}",
+                            hint="write the command as a list of arguments") from None
+        if not tokens:
+            raise doc.error(("command",), "expected a command, got only spaces")
+        return tuple(ex(t, ("command",)) for t in tokens)
+    return tuple(ex(t, ("command", i)) for i, t in enumerate(raw))
+
+
+def _args(
+    raw: dict[str, Any], doc: Document, ex: Any, origin: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in raw.items():
+        path = ("args", key)
+        flag = normalise_flag(str(key))
+        problem = flag_problem(flag)
+        if problem:
+            raise doc.error(path, problem, key=True)
+        if flag in spelled:
+            raise doc.error(path, f"{key!r} and {spelled[flag]!r} are the same flag --{flag}",
+                            hint="keep one of them", key=True)
+        spelled[flag] = str(key)
+        out[flag] = _arg_value(value, path, doc, ex)
+        origin(path, f"args.{flag}")
+    return out
+
+
+def _arg_value(value: Any, path: KeyPath, doc: Document, ex: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return ex(value, path)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, list):
+        if not value:
+            raise doc.error(path, "an empty list renders no flag; write null to remove it")
+        items = []
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise doc.error((*path, i), f"expected a string or number in a repeated flag, "
+                                            f"got {type_name(item)}")
+            items.append(ex(item, (*path, i)) if isinstance(item, str) else item)
+        return tuple(items)
+    raise doc.error(path, f"expected a string, number, true/false, null or a list, "
+                          f"got {type_name(value)}",
+                    hint="flags that take JSON (e.g. --compilation-config) need a quoted string")

@@ -1,0 +1,143 @@
+"""Frozen models of a launch variant: one file (:class:`Layer`) and the resolved result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+Scalar = str | int | float | bool
+#: a flag value after resolution: scalar, ``True`` (bare flag), ``False`` (off) or a list
+ArgValue = str | int | float | bool | tuple[str | int | float, ...]
+
+DEFAULT_COMMAND: tuple[str, ...] = ("python", "-m", "vllm.entrypoints.openai.api_server")
+DEFAULT_PORT = 8000
+DEFAULT_LOG = "{workdir}/logs/{name}.log"
+DEFAULT_HOST = "local"
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Startup:
+    """How long launch waits: for ``/health`` overall, and without any new log line."""
+
+    ready_timeout: float = 600.0
+    stall: float = 180.0
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A vendor build of vLLM whose flags and backends differ from the upstream release.
+
+    The seed's Iluvatar CoreX build reports 0.6.x but accepts ``--reasoning-parser``
+    (upstream 0.7.3+): list such flags in ``backports`` so version rules do not
+    raise false alarms. ``attention_backend_default`` is what the platform picks
+    when ``VLLM_ATTENTION_BACKEND`` is not set; ``unavailable_backends`` are
+    backends whose packages are missing on that build.
+    """
+
+    name: str | None = None
+    backports: tuple[str, ...] = ()
+    attention_backend_default: str | None = None
+    unavailable_backends: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "backports": list(self.backports),
+            "attention_backend_default": self.attention_backend_default,
+            "unavailable_backends": list(self.unavailable_backends),
+        }
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One variant file, validated and normalised, before inheritance.
+
+    ``values`` holds only the keys the file sets. Mapping sections (``args``,
+    ``env``, ``expect``, ``startup``, ``vendor``) are dicts whose ``None`` values
+    remove an inherited entry; ``origins`` maps a field path (``args.max-model-len``)
+    to ``file:line``.
+    """
+
+    name: str
+    source: str
+    extends: tuple[str, ...]
+    values: Mapping[str, Any]
+    origins: Mapping[str, str]
+    #: ``file:line:column`` of each ``extends`` entry, for missing-parent and cycle errors
+    extends_marks: tuple[tuple[str, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedVariant:
+    """A variant with every parent merged in: exactly what launch needs."""
+
+    name: str
+    description: str = ""
+    parents: tuple[str, ...] = ()
+    host: str = DEFAULT_HOST
+    command: tuple[str, ...] = DEFAULT_COMMAND
+    model: str | None = None
+    port: int = DEFAULT_PORT
+    args: Mapping[str, ArgValue] = field(default_factory=_empty)
+    env: Mapping[str, str] = field(default_factory=_empty)
+    requires: tuple[str, ...] = ()
+    expect: Mapping[str, Scalar] = field(default_factory=_empty)
+    vllm_version: str | None = None
+    vendor: Vendor | None = None
+    startup: Startup = Startup()
+    log: str = DEFAULT_LOG
+    tags: tuple[str, ...] = ()
+    origins: Mapping[str, str] = field(default_factory=_empty)
+    #: the file that defines this variant
+    source: str = ""
+    #: every ancestor, nearest first (parents of parents included)
+    ancestors: tuple[str, ...] = ()
+
+    def with_overrides(
+        self, *, host: str | None = None, port: int | None = None
+    ) -> ResolvedVariant:
+        """The same variant on another host or port (tests and ``render --port``)."""
+        out = self
+        origins = dict(self.origins)
+        if host is not None:
+            out = replace(out, host=host)
+            origins["host"] = "override"
+        if port is not None:
+            out = replace(out, port=port)
+            origins["port"] = "override"
+        return replace(out, origins=MappingProxyType(origins))
+
+    def launch_view(self) -> dict[str, Any]:
+        """What decides how the server runs (no name, description, tags or origins)."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "command": list(self.command),
+            "model": self.model,
+            "args": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.args.items()},
+            "env": dict(self.env),
+            "requires": list(self.requires),
+            "expect": dict(self.expect),
+            "vllm_version": self.vllm_version,
+            "vendor": self.vendor.to_dict() if self.vendor else None,
+            "startup": {"ready_timeout": self.startup.ready_timeout, "stall": self.startup.stall},
+            "log": self.log,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of every field."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parents": list(self.parents),
+            "ancestors": list(self.ancestors),
+            "source": self.source,
+            **self.launch_view(),
+            "tags": list(self.tags),
+        }

@@ -1,0 +1,205 @@
+"""Inheritance: merge a variant's parents (any depth, several parents) and keep origins.
+
+Rules (documented in docs/variants.md):
+
+- parents are merged left to right, later parents win, then the file itself;
+- scalars (``host``, ``command``, ``model``, ``port``, ``vllm_version``, ``log``)
+  are replaced; ``null`` resets to the default;
+- ``args``, ``env``, ``expect``, ``startup`` and ``vendor`` merge key by key; a
+  ``null`` value removes the inherited key; an overridden key keeps its position;
+  a section set to ``null`` as a whole (``args: null``) drops everything inherited;
+- ``requires`` and ``tags`` accumulate (parents first, no duplicates);
+- ``description`` is not inherited: it describes the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from variantctl.config.schema import did_you_mean
+from variantctl.errors import ConfigError, NotFoundError
+from variantctl.variants.model import (
+    DEFAULT_COMMAND,
+    DEFAULT_HOST,
+    DEFAULT_LOG,
+    DEFAULT_PORT,
+    Layer,
+    ResolvedVariant,
+    Startup,
+    Vendor,
+)
+
+if TYPE_CHECKING:
+    from variantctl.config.variants import Catalog
+
+SCALARS = ("host", "command", "model", "port", "vllm_version", "log")
+SECTIONS = ("args", "env", "expect", "startup", "vendor")
+LISTS = ("requires", "tags")
+
+
+@dataclass
+class _Acc:
+    values: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {s: {} for s in SECTIONS})
+    lists: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in LISTS})
+    origins: dict[str, str] = field(default_factory=dict)
+    ancestors: list[str] = field(default_factory=list)
+
+    def merge(self, other: _Acc) -> None:
+        """Lay an already-resolved parent over what we have."""
+        self.values.update(other.values)
+        for s in SECTIONS:
+            self.sections[s].update(other.sections[s])
+        for s in LISTS:
+            self.lists[s].extend(x for x in other.lists[s] if x not in self.lists[s])
+        self.origins.update(other.origins)
+        self.ancestors.extend(a for a in other.ancestors if a not in self.ancestors)
+
+    def apply(self, layer: Layer) -> None:
+        """Lay a file's own values over the merged parents; ``None`` removes."""
+        lo = layer.origins
+        for key in SCALARS:
+            if key not in layer.values:
+                continue
+            if layer.values[key] is None:
+                self.values.pop(key, None)
+                self.origins[key] = lo.get(key, layer.source)
+            else:
+                self.values[key] = layer.values[key]
+                self.origins[key] = lo.get(key, layer.source)
+        for s in SECTIONS:
+            if s not in layer.values:
+                continue
+            own = layer.values[s]
+            if own is None:  # `args: null`, `vendor: null`, ... drop the whole section
+                for k in list(self.sections[s]):
+                    self.origins.pop(f"{s}.{k}", None)
+                self.sections[s].clear()
+                continue
+            for k, v in own.items():
+                path = f"{s}.{k}"
+                if v is None:
+                    self.sections[s].pop(k, None)
+                    self.origins.pop(path, None)
+                else:
+                    self.sections[s][k] = v
+                    self.origins[path] = lo.get(path, layer.source)
+        for s in LISTS:
+            for item in layer.values.get(s, ()):
+                if item not in self.lists[s]:
+                    self.lists[s].append(item)
+                    self.origins[f"{s}.{item}"] = lo.get(f"{s}.{item}", layer.source)
+
+
+def check_graph(layers: Mapping[str, Layer]) -> None:
+    """ConfigError for a missing parent or an ``extends`` cycle, located at the ``extends``."""
+    for layer in layers.values():
+        for i, parent in enumerate(layer.extends):
+            mark = _extends_mark(layer, i)
+            if parent not in layers:
+                known = ", ".join(sorted(layers))
+                hint = did_you_mean(parent, layers) or f"known variants: {known}"
+                raise ConfigError(f"unknown parent variant {parent!r}", source=mark[0],
+                                  line=mark[1], column=mark[2], key_path="extends", hint=hint)
+    state: dict[str, int] = {}  # 1 = on the path, 2 = done
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = [*path[path.index(name):], name]
+            layer = layers[path[-1]]
+            mark = _extends_mark(layer, layer.extends.index(name))
+            raise ConfigError(f"extends cycle: {' -> '.join(cycle)}", source=mark[0],
+                              line=mark[1], column=mark[2], key_path="extends",
+                              hint="a variant cannot inherit from itself, even indirectly")
+        state[name] = 1
+        for parent in layers[name].extends:
+            visit(parent, [*path, name])
+        state[name] = 2
+
+    for name in sorted(layers):
+        visit(name, [])
+
+
+def _extends_mark(layer: Layer, i: int) -> tuple[str, int | None, int | None]:
+    if i < len(layer.extends_marks):
+        return layer.extends_marks[i]
+    return (layer.source, None, None)
+
+
+def _accumulate(name: str, layers: Mapping[str, Layer], memo: dict[str, _Acc]) -> _Acc:
+    if name in memo:
+        return memo[name]
+    layer = layers[name]
+    acc = _Acc()
+    for parent in layer.extends:
+        acc.merge(_accumulate(parent, layers, memo))
+    # nearest first: the direct parents, then theirs
+    direct = list(layer.extends)
+    acc.ancestors = direct + [a for a in acc.ancestors if a not in direct]
+    acc.apply(layer)
+    memo[name] = acc
+    return acc
+
+
+def resolve(
+    catalog: Catalog, name: str, *, host: str | None = None, port: int | None = None
+) -> ResolvedVariant:
+    """The named variant with every parent merged; NotFoundError (did-you-mean) if unknown.
+
+    ``host`` and ``port`` override the resolved values (tests pick a free port).
+    """
+    return resolve_layers(catalog.layers, name).with_overrides(host=host, port=port)
+
+
+def resolve_layers(layers: Mapping[str, Layer], name: str) -> ResolvedVariant:
+    """:func:`resolve` on plain layers (the catalog's graph is assumed checked)."""
+    if name not in layers:
+        hint = did_you_mean(name, layers) or (
+            f"known variants: {', '.join(sorted(layers))}" if layers else
+            "no variants defined: add variants/<name>.yaml")
+        raise NotFoundError(f"unknown variant {name!r}", hint=hint)
+    check_graph(layers)
+    acc = _accumulate(name, layers, {})
+    layer = layers[name]
+    v, sec = acc.values, acc.sections
+    origins = {"description": layer.origins.get("description", "default"), **acc.origins}
+    if "description" not in layer.values:
+        origins.pop("description", None)
+    for key in ("host", "command", "port", "log"):
+        if key not in v:
+            origins[key] = "default"
+    for key in ("ready_timeout", "stall"):
+        if key not in sec["startup"]:
+            origins[f"startup.{key}"] = "default"
+    startup_defaults = Startup()
+    vendor = Vendor(**sec["vendor"]) if sec["vendor"] else None
+    return ResolvedVariant(
+        name=name,
+        description=layer.values.get("description") or "",
+        parents=layer.extends,
+        host=v.get("host", DEFAULT_HOST),
+        command=tuple(v.get("command", DEFAULT_COMMAND)),
+        model=v.get("model"),
+        port=v.get("port", DEFAULT_PORT),
+        args=MappingProxyType(dict(sec["args"])),
+        env=MappingProxyType(dict(sec["env"])),
+        requires=tuple(acc.lists["requires"]),
+        expect=MappingProxyType(dict(sec["expect"])),
+        vllm_version=v.get("vllm_version"),
+        vendor=vendor,
+        startup=Startup(
+            ready_timeout=sec["startup"].get("ready_timeout", startup_defaults.ready_timeout),
+            stall=sec["startup"].get("stall", startup_defaults.stall),
+        ),
+        log=v.get("log", DEFAULT_LOG),
+        tags=tuple(acc.lists["tags"]),
+        origins=MappingProxyType(dict(sorted(origins.items()))),
+        source=layer.source,
+        ancestors=tuple(acc.ancestors),
+    )
