@@ -50,10 +50,15 @@ def find_project_dir(start: Path) -> Path | None:
     return None
 
 
-def _make_console(stream: object, force_terminal: bool | None = None) -> Console:
+def _make_console(stream: object) -> Console:
     from rich.console import Console
 
-    return Console(file=stream, force_terminal=force_terminal, soft_wrap=False)  # type: ignore[arg-type]
+    # Piped output (grep, less, CI logs) would be squeezed to rich's default 80
+    # columns; tables and messages read better unwrapped, so use a wide page
+    # unless COLUMNS says otherwise.
+    isatty = getattr(stream, "isatty", None)
+    width = None if (callable(isatty) and isatty()) or os.environ.get("COLUMNS") else 160
+    return Console(file=stream, width=width, soft_wrap=False)  # type: ignore[arg-type]
 
 
 @dataclass
