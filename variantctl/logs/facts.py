@@ -1,0 +1,260 @@
+"""What configuration the server really ran with, read from the few lines that carry it.
+
+The engine config line (``Initializing … LLM engine (v…) with config: …``) is the
+source of the effective configuration. Its values contain commas and nested
+objects, so every key is read with its own anchored pattern (never by splitting
+on ", "); the first occurrence of a key wins, nested dataclass fields come later.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+#: keys read from the engine config line (as printed by some vLLM version)
+CONFIG_KEYS = (
+    "model",
+    "tokenizer",
+    "dtype",
+    "max_seq_len",
+    "download_dir",
+    "load_format",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "disable_custom_all_reduce",
+    "quantization",
+    "enforce_eager",
+    "kv_cache_dtype",
+    "device_config",
+    "seed",
+    "served_model_name",
+    "num_scheduler_steps",
+    "multi_step_stream_outputs",
+    "chunked_prefill_enabled",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "use_async_output_proc",
+    "trust_remote_code",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "speculative_config",
+)
+
+#: lowercase keywords of the lines facts are read from (part of the scan filter)
+KEYWORDS = (
+    "llm engine (v",
+    "vllm api server version",
+    "█",
+    "backend",
+    "# gpu blocks",
+    "# cpu blocks",
+    "kv cache size",
+    "maximum concurrency",
+    "graph capturing finished",
+    "warmup model)",
+    "model loading took",
+    "loading weights took",
+    "starting vllm",
+    "uvicorn running on",
+)
+
+_ENGINE = re.compile(
+    r"Initializing an? (?:(?P<eng>V[01]) )?LLM engine \(v(?P<ver>[^)\s]+)\) with config:", re.I
+)
+_CONFIG_ITEM = re.compile(
+    r"(?<![\w.'\"])(?P<key>" + "|".join(CONFIG_KEYS) + r")="
+    r"(?P<val>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,\s()]+(?:\([^)]*\))?)"
+)
+_VERSION = [
+    re.compile(r"vLLM API server version (?P<v>\d+\.\d+[\w.+\-]*)"),
+    re.compile(r"\bversion (?P<v>\d+\.\d+\.\d+[\w.+\-]*)"),
+]
+_BACKEND = re.compile(
+    r"\bUsing (?P<b>[A-Z][\w\-]*(?: [A-Z][\w\-]*){0,2}) (?:attention )?backend"
+    r"(?P<v1> on V1 engine)?(?:\.| out of|$)"
+)
+_NOT_ATTENTION = re.compile(r"MoE|MOE|Mamba|SSU|Ray|OOT|ReplaySSM|prefill|W4A8|Fp8|Mxfp|Nvfp", re.I)
+_GPU_BLOCKS = re.compile(
+    r"# (?:GPU|CUDA|XPU|NPU) blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)", re.I
+)
+_GPU_BLOCKS_ONLY = re.compile(r"# (?:GPU|CUDA|XPU|NPU) blocks: (?P<g>\d+)", re.I)
+_KV_TOKENS = re.compile(r"KV cache size: (?P<t>[\d,]+) tokens", re.I)
+_CONCURRENCY = re.compile(
+    r"Maximum concurrency for (?P<n>[\d,]+) tokens per request: (?P<x>[\d.]+)x", re.I
+)
+_GRAPH = re.compile(
+    r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<gib>[\d.]+) GiB)?", re.I
+)
+_INIT = re.compile(r"init engine \(.*?\) took (?P<s>[\d.]+) ?s", re.I)
+_LOAD = re.compile(
+    r"(?:Model loading took (?P<gib>[\d.]+) ?GiB(?: memory)? and (?P<s>[\d.]+) ?seconds"
+    r"|Loading weights took (?P<s2>[\d.]+) ?seconds)",
+    re.I,
+)
+_ADDRESS = re.compile(
+    r"(?:Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on(?: socket)?) "
+    r"(?P<a>\S+(?: \d+\))?)",
+    re.I,
+)
+
+
+def parse_value(text: str) -> Any:
+    """A config value as printed by vLLM -> bool/None/int/float/str."""
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the log said about the server's effective configuration and capacity."""
+
+    vllm_version: str | None = None
+    engine: str | None = None
+    attention_backend: str | None = None
+    #: effective configuration from the engine config line (key -> typed value)
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    gpu_blocks: int | None = None
+    cpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None
+    graph_capture_seconds: float | None = None
+    graph_capture_gib: float | None = None
+    model_load_seconds: float | None = None
+    engine_init_seconds: float | None = None
+    #: first timestamped line to the ready line, when both carry timestamps
+    startup_seconds: float | None = None
+    server_address: str | None = None
+    #: line number of the engine config line
+    config_line: int | None = None
+
+    def get(self, key: str) -> Any:
+        """A fact by name: a field, or a key of the effective configuration."""
+        if key in _FIELD_NAMES and key != "config":
+            return getattr(self, key)
+        return self.config.get(key)
+
+    def has(self, key: str) -> bool:
+        if key in _FIELD_NAMES and key != "config":
+            return getattr(self, key) is not None
+        return key in self.config
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON shape (every key present, null when unknown)."""
+        out: dict[str, Any] = {}
+        for name in _FIELD_NAMES:
+            value = getattr(self, name)
+            out[name] = dict(value) if name == "config" else value
+        return out
+
+
+_FIELD_NAMES = tuple(Facts.__dataclass_fields__)
+
+
+class FactsBuilder:
+    """Accumulates facts from candidate lines; :meth:`snapshot` freezes them."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
+        self.first_ts: dict[str, float] = {}
+
+    def feed(self, lineno: int, line: str, lower: str) -> None:
+        """Read whatever facts ``line`` (normalised; ``lower`` is its lowercase) carries."""
+        v = self.values
+        if "llm engine (v" in lower:
+            m = _ENGINE.search(line)
+            if m is not None and "config_line" not in v:
+                v["config_line"] = lineno
+                v["vllm_version"] = m.group("ver")
+                v["engine"] = m.group("eng") or "V0"
+                self._read_config(line[m.end():])
+            return
+        if "backend" in lower:
+            b = _BACKEND.search(line)
+            if b is not None and not _NOT_ATTENTION.search(b.group("b")):
+                v["attention_backend"] = b.group("b")
+                if b.group("v1") and "engine" not in v:
+                    v["engine"] = "V1"
+            return
+        if "version" in lower and "vllm_version" not in v:
+            for rx in _VERSION:
+                m = rx.search(line)
+                if m is not None:
+                    v["vllm_version"] = m.group("v")
+                    break
+        if "blocks" in lower:
+            m = _GPU_BLOCKS.search(line)
+            if m is not None:
+                v["gpu_blocks"] = int(m.group("g"))
+                v["cpu_blocks"] = int(m.group("c"))
+            else:
+                m = _GPU_BLOCKS_ONLY.search(line)
+                if m is not None:
+                    v["gpu_blocks"] = int(m.group("g"))
+        if "kv cache size" in lower:
+            m = _KV_TOKENS.search(line)
+            if m is not None:
+                v["kv_cache_tokens"] = int(m.group("t").replace(",", ""))
+        if "maximum concurrency" in lower:
+            m = _CONCURRENCY.search(line)
+            if m is not None:
+                v["max_concurrency"] = float(m.group("x"))
+                v["max_concurrency_tokens"] = int(m.group("n").replace(",", ""))
+        if "graph capturing finished" in lower:
+            m = _GRAPH.search(line)
+            if m is not None:
+                v["graph_capture_seconds"] = float(m.group("s"))
+                if m.group("gib"):
+                    v["graph_capture_gib"] = float(m.group("gib"))
+        if "init engine" in lower:
+            m = _INIT.search(line)
+            if m is not None:
+                v["engine_init_seconds"] = float(m.group("s"))
+        if "took" in lower:
+            m = _LOAD.search(line)
+            if m is not None:
+                v["model_load_seconds"] = float(m.group("s") or m.group("s2"))
+        if "starting vllm" in lower or "uvicorn running" in lower:
+            m = _ADDRESS.search(line)
+            if m is not None and "server_address" not in v:
+                v["server_address"] = m.group("a")
+
+    def _read_config(self, text: str) -> None:
+        for m in _CONFIG_ITEM.finditer(text):
+            key = m.group("key")
+            if key not in self.config:
+                self.config[key] = parse_value(m.group("val"))
+        # one name for chunked prefill across eras
+        if "chunked_prefill_enabled" in self.config and "enable_chunked_prefill" not in self.config:
+            self.config["enable_chunked_prefill"] = self.config["chunked_prefill_enabled"]
+
+    def note_timestamp(self, clock: str, seconds: float) -> None:
+        self.first_ts.setdefault(clock, seconds)
+
+    def note_ready(self, stamp: tuple[str, float] | None) -> None:
+        if stamp is None or "startup_seconds" in self.values:
+            return
+        clock, seconds = stamp
+        start = self.first_ts.get(clock)
+        if start is not None and seconds >= start:
+            self.values["startup_seconds"] = round(seconds - start, 3)
+
+    def snapshot(self) -> Facts:
+        return Facts(config=MappingProxyType(dict(self.config)), **self.values)

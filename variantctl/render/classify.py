@@ -1,0 +1,114 @@
+"""Rendering of classify results: rich text for people, the documented JSON for scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from variantctl.env import Environment
+from variantctl.logs.expect import Mismatch
+from variantctl.logs.result import SCHEMA, Match, Result
+
+Row = tuple[str, Result, Sequence[Mismatch]]
+_STYLE = {"ok": "green", "failed": "red", "hang": "yellow", "unknown": "magenta",
+          "warning": "yellow"}
+_FACT_ROWS = (
+    ("vLLM version", "vllm_version"),
+    ("engine", "engine"),
+    ("attention backend", "attention_backend"),
+    ("GPU blocks", "gpu_blocks"),
+    ("KV cache tokens", "kv_cache_tokens"),
+    ("max concurrency", "max_concurrency"),
+    ("graph capture (s)", "graph_capture_seconds"),
+    ("engine init (s)", "engine_init_seconds"),
+    ("startup to ready (s)", "startup_seconds"),
+    ("server address", "server_address"),
+)
+_CONFIG_ROWS = (
+    "enforce_eager", "disable_custom_all_reduce", "tensor_parallel_size",
+    "pipeline_parallel_size", "max_seq_len", "enable_chunked_prefill", "num_scheduler_steps",
+    "enable_prefix_caching", "use_async_output_proc", "dtype", "quantization", "model",
+)
+
+
+def print_json_results(env: Environment, rows: Sequence[Row], expect: str | None) -> None:
+    """``{"schema": …, "logs": [{"path": …, <result>, "expect": …}]}``."""
+    from variantctl.render.output import print_json
+
+    logs: list[dict[str, Any]] = []
+    for path, result, mismatches in rows:
+        item: dict[str, Any] = {"path": path, **result.to_json()}
+        item["expect"] = None if expect is None else {
+            "variant": expect,
+            "ok": not mismatches,
+            "mismatches": [m.to_json() for m in mismatches],
+        }
+        logs.append(item)
+    print_json(env, {"schema": SCHEMA, "logs": logs})
+
+
+def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
+                  explain: bool) -> None:
+    from rich.markup import escape
+    from rich.padding import Padding
+    from rich.table import Table
+
+    out = env.stdout
+    for i, (path, r, mismatches) in enumerate(rows):
+        if i:
+            out.print()
+        style = _STYLE.get(r.kind, "")
+        sig = f" {r.signature}" if r.signature else ""
+        out.print(f"[bold]{escape(path)}[/]: [{style}]{r.kind.upper()}{escape(sig)}[/]"
+                  f" — {escape(r.title)}")
+        out.print(f"  {escape(r.message)}", highlight=False)
+        out.print(f"  phase: {r.phase}", highlight=False)
+        for ev in r.evidence:
+            out.print(f"  [dim]{ev.line:>6} |[/] {escape(ev.text)}", highlight=False)
+        if r.remediation:
+            out.print(f"  [bold]fix:[/] {escape(r.remediation)}", highlight=False)
+        if r.warnings:
+            out.print(f"  warnings ({len(r.warnings)}):")
+            for w in r.warnings:
+                _print_match(env, w, explain)
+        if r.also and (explain or r.kind != "ok"):
+            out.print(f"  also seen ({len(r.also)}):")
+            for a in r.also:
+                _print_match(env, a, explain)
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column("fact", style="bold", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        f = r.facts
+        for label, key in _FACT_ROWS:
+            value = f.get(key)
+            if value is not None or explain:
+                table.add_row(label, _fmt(value))
+        keys = list(f.config) if explain else [k for k in _CONFIG_ROWS if k in f.config]
+        for key in keys:
+            table.add_row(key, _fmt(f.config[key]))
+        if table.row_count:
+            out.print("  facts:")
+            out.print(Padding(table, (0, 0, 0, 4)))
+        if expect is not None:
+            if mismatches:
+                out.print(f"  [red]expect {escape(expect)}: {len(mismatches)} mismatch(es)[/]")
+                for m in mismatches:
+                    out.print(f"    - {escape(m.describe())}", highlight=False)
+            else:
+                out.print(f"  [green]expect {escape(expect)}: facts match[/]")
+
+
+def _print_match(env: Environment, m: Match, explain: bool) -> None:
+    from rich.markup import escape
+
+    ev = m.evidence[0] if m.evidence else None
+    where = f" (line {ev.line})" if ev else ""
+    env.stdout.print(f"    - {m.signature}{where}: {escape(m.message)}", highlight=False)
+    if explain and ev is not None:
+        env.stdout.print(f"      [dim]{escape(ev.text)}[/]", highlight=False)
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "-"
+    return str(value)
