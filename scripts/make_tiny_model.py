@@ -45,10 +45,11 @@ def main(out: Path) -> None:
         json.dumps({"bos_token_id": 1, "eos_token_id": 2}, indent=2)
     )
 
-    words = (
+    sentence = (
         "the quick brown fox jumps over a lazy dog while engineers tune inference "
         "servers with flags patches and variants on remote gpu hosts every day"
-    ).split()
+    )
+    words = sentence.split()
     corpus = [" ".join(words[i:] + words[:i]) for i in range(len(words))] * 20
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -1,0 +1,129 @@
+"""``variantctl patch list|show|diff``: inspect patchsets and what they would change."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.patchcommon import (
+    host_target,
+    load,
+    paused_gc,
+    root_options,
+    roots_for,
+)
+from variantctl.env import Environment
+
+
+@click.group()
+def patch() -> None:
+    """List, show and diff patchsets (patchsets/*.yaml)."""
+
+
+@patch.command("list")
+@json_option
+@pass_env
+def list_(env: Environment, as_json: bool) -> None:
+    """Every patchset in the project; a broken file is reported with its file:line."""
+    from variantctl.cli import finish
+    from variantctl.config.patchsets import Patchset, load_all_patchsets
+
+    items = load_all_patchsets(env.patchsets_dir)
+    good = [p for p in items if isinstance(p, Patchset)]
+    bad = [p for p in items if not isinstance(p, Patchset)]
+    if as_json:
+        from variantctl.render.output import print_json
+
+        print_json(env, {
+            "patchsets": [{"name": p.name, "description": p.description,
+                           "modules": list(p.modules), "operations": len(p.operations),
+                           "file": p.source} for p in good],
+            "errors": [e.message for e in bad],
+        })
+    else:
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title=f"patchsets in {env.patchsets_dir}", title_justify="left")
+        for col in ("name", "modules", "ops", "description"):
+            table.add_column(col, overflow="fold")
+        for p in good:
+            table.add_row(escape(p.name), escape(", ".join(p.modules)), str(len(p.operations)),
+                          escape(p.description))
+        env.stdout.print(table)
+        for e in bad:
+            env.stderr.print(f"error: {e.message}", markup=False, highlight=False)
+    if bad:
+        finish(2)
+
+
+@patch.command("show")
+@click.argument("name")
+@json_option
+@pass_env
+def show(env: Environment, name: str, as_json: bool) -> None:
+    """A patchset's modules and operations (from -> to)."""
+    ps = load(env, name)
+    if as_json:
+        from variantctl.render.output import print_json
+
+        print_json(env, {
+            "name": ps.name, "description": ps.description, "file": ps.source,
+            "modules": list(ps.modules), "backup": ps.backup_template,
+            "fingerprint": ps.fingerprint,
+            "operations": [{"id": o.id, "op": o.kind, "module": o.module, "where": o.describe,
+                            "from": o.from_, "to": o.to, "defined_at": o.where}
+                           for o in ps.operations],
+        })
+        return
+    from variantctl.render.patching import print_patchset
+
+    print_patchset(env, ps)
+
+
+@patch.command("diff")
+@click.argument("name")
+@root_options
+@json_option
+@pass_env
+def diff(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
+         as_json: bool) -> None:
+    """The unified diff `apply NAME` would write, per root (nothing is written)."""
+    from variantctl.cli import finish
+    from variantctl.patching.plan import unified_diff
+    from variantctl.render.patching import display_path
+    from variantctl.targets.patchrun import execute_apply
+
+    ps = load(env, name)
+    with paused_gc(), host_target(env, host_name, roots) as (host, target):
+        report = execute_apply(target, roots_for(env, host, target, ps, roots), ps,
+                               now=env.now(), dry_run=True)
+    diffs = {}
+    for f in report.files:
+        if f.before is not None and f.after is not None:
+            diffs[f.path] = unified_diff(f.before, f.after, display_path(env, f.path))
+    if as_json:
+        from variantctl.render.output import print_json
+
+        data = report.to_json()
+        for item in data["files"]:
+            item["diff"] = diffs.get(item["path"], "")
+        print_json(env, data)
+    else:
+        from rich.markup import escape
+
+        from variantctl.render.patching import print_diff, print_recovered, print_report
+
+        if not report.exit_code:
+            print_recovered(env, report)  # print_report shows them otherwise
+        for f in report.files:
+            if f.path in diffs:
+                env.stdout.print(f"[bold]# {escape(f.root)}[/]", highlight=False)
+                print_diff(env, diffs[f.path])
+            elif f.action == "unchanged":
+                env.stdout.print(f"# {f.root}: {f.module} already applied, no change",
+                                 highlight=False, markup=False)
+        if report.exit_code:
+            print_report(env, report)
+    if report.exit_code:
+        finish(report.exit_code)

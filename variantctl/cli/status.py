@@ -1,0 +1,58 @@
+"""``variantctl status [NAME]``: per root and operation, is a patchset applied?"""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.patchcommon import host_target, load, paused_gc, root_options, roots_for
+from variantctl.env import Environment
+
+
+@click.command()
+@click.argument("name", required=False)
+@root_options
+@json_option
+@pass_env
+def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name: str,
+           as_json: bool) -> None:
+    """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
+
+    Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
+    copies disagree, 2 when a copy is missing or unreadable.
+    """
+    from variantctl.cli import finish
+    from variantctl.config.patchsets import patchset_names
+    from variantctl.targets.patchrun import execute_status
+    from variantctl.targets.statecache import JsonStateCache
+
+    names = [name] if name else patchset_names(env.patchsets_dir)
+    if not names:
+        from variantctl.errors import NotFoundError
+
+        raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
+                            hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
+    patchsets = [load(env, n) for n in names]
+    cache = JsonStateCache(env.cache_dir / "patch-status.json")
+    reports = []
+    with paused_gc(), host_target(env, host_name, roots) as (host, target):
+        for ps in patchsets:
+            reports.append(execute_status(target, roots_for(env, host, target, ps, roots), ps,
+                                          cache=cache))
+    cache.save()
+    if as_json:
+        from variantctl.render.output import print_json
+
+        print_json(env, [r.to_json() for r in reports])
+    else:
+        from variantctl.render.patching import print_status
+
+        print_status(env, reports)
+    code = max((r.exit_code for r in reports), default=0, key=_severity)
+    if code:
+        finish(code)
+
+
+def _severity(code: int) -> int:
+    # usage problems (missing files) outrank conflicts
+    return {0: 0, 3: 1, 2: 2}.get(code, 3)

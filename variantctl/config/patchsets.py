@@ -1,0 +1,340 @@
+"""Patchsets: YAML files in ``<project>/patchsets/``, one per patchset.
+
+A patchset names the modules it patches (dotted names resolved inside each
+root) and an ordered list of operations. Every operation states its ``from``
+and ``to`` expression so its state is decidable and it is reversible::
+
+    name: eager-allreduce
+    description: Stop hard-coding eager mode and custom all-reduce.
+    module: vllm.engine.arg_utils
+    operations:
+      - id: enforce-eager
+        op: set-keyword
+        callee: ModelConfig
+        within: [EngineArgs.create_model_config, EngineArgs.create_engine_config]
+        keyword: enforce_eager
+        from: "True"
+        to: self.enforce_eager
+
+Expressions are only checked for syntax here (with the builtin ``ast``, so
+listing patchsets never imports libcst); ``variantctl.patching`` compares them
+structurally.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from variantctl.config.schema import Field, Int, ListOf, Str, Struct, did_you_mean
+from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
+from variantctl.errors import ConfigError, NotFoundError
+
+OP_KINDS = ("set-keyword", "set-assignment", "set-default", "replace-expression", "custom")
+
+DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+NAME_RE = r"[a-z0-9][a-z0-9_.-]*"
+
+#: ``{file}`` base name of the patched file, ``{date}`` YYYYMMDD (UTC),
+#: ``{name}`` patchset name, ``{slug}`` patchset name with ``-``/``.`` as ``_``
+DEFAULT_BACKUP_TEMPLATE = "{file}.bak_{date}_{slug}"
+_TEMPLATE_FIELDS = {"file", "date", "name", "slug"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One reversible libcst operation. Unused fields are None/empty for a kind."""
+
+    id: str
+    kind: str
+    module: str
+    #: ``file:line`` of the operation in the YAML, for messages
+    where: str
+    from_: str | None = None
+    to: str | None = None
+    #: set-keyword: the called name, e.g. ``ModelConfig`` or ``config.ModelConfig``
+    callee: str | None = None
+    keyword: str | None = None
+    #: set-keyword / replace-expression: qualified names of enclosing scopes (any of them)
+    within: tuple[str, ...] = ()
+    #: set-assignment: assigned name (``x`` or ``self.x``) and its scope ('' = module)
+    target: str | None = None
+    scope: str = ""
+    #: set-default: qualified function name and parameter
+    function: str | None = None
+    param: str | None = None
+    #: number of matches expected
+    count: int = 1
+    #: custom: a Python file next to the YAML and the transformer class in it
+    custom_file: str | None = None
+    custom_class: str | None = None
+
+    @property
+    def describe(self) -> str:
+        """A one-line human description of what this operation changes."""
+        if self.kind == "set-keyword":
+            scope = f" in {', '.join(self.within)}" if self.within else ""
+            return f"{self.callee}({self.keyword}=…){scope}"
+        if self.kind == "set-assignment":
+            where = f" in {self.scope}" if self.scope else " at module level"
+            return f"{self.target} = …{where}"
+        if self.kind == "set-default":
+            return f"default of {self.param} in {self.function}"
+        if self.kind == "replace-expression":
+            return "expression" + (f" in {', '.join(self.within)}" if self.within else "")
+        return f"custom {self.custom_class} from {self.custom_file}"
+
+
+@dataclass(frozen=True)
+class Patchset:
+    """A validated patchset file."""
+
+    name: str
+    description: str
+    modules: tuple[str, ...]
+    operations: tuple[Operation, ...]
+    backup_template: str
+    #: the YAML path (display form)
+    source: str
+    #: sha256 of the YAML bytes and every custom transformer file: keys caches and ledgers
+    fingerprint: str
+
+    def ops_for(self, module: str) -> tuple[Operation, ...]:
+        return tuple(op for op in self.operations if op.module == module)
+
+
+def _expr_problem(text: str) -> str | None:
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"not a Python expression: {text!r} ({exc.msg})"
+    return None
+
+
+def _template_problem(text: str) -> str | None:
+    if "/" in text or "\\" in text:
+        return "backup template must be a file name, not a path"
+    try:
+        names = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+    except ValueError as exc:
+        return f"bad backup template: {exc}"
+    unknown = names - _TEMPLATE_FIELDS
+    if unknown:
+        return f"unknown placeholder {{{sorted(unknown)[0]}}} (known: file, date, name, slug)"
+    if "file" not in names:
+        return "backup template must contain {file}"
+    return None
+
+
+_EXPR = Str(what="a Python expression")
+_QUAL = Str(pattern=DOTTED, what="a qualified name like Class.method")
+
+_COMMON = {
+    "id": Field(Str(pattern=NAME_RE, what="an id (lowercase letters, digits, - _ .)")),
+    "op": Field(Str(), required=True),
+    "module": Field(Str(pattern=DOTTED, what="a dotted module name")),
+    "description": Field(Str()),
+    "count": Field(Int(min=1)),
+}
+
+_OP_SCHEMAS: dict[str, Struct] = {
+    "set-keyword": Struct("set-keyword operation", {
+        **_COMMON,
+        "callee": Field(Str(pattern=DOTTED, what="a dotted callee name"), required=True),
+        "keyword": Field(Str(pattern=r"[A-Za-z_][A-Za-z0-9_]*", what="a keyword name"),
+                         required=True),
+        "within": Field(ListOf(_QUAL, single=True)),
+        "from": Field(_EXPR, required=True),
+        "to": Field(_EXPR, required=True),
+    }),
+    "set-assignment": Struct("set-assignment operation", {
+        **_COMMON,
+        "target": Field(Str(pattern=DOTTED, what="a name or attribute like self.x"),
+                        required=True),
+        "scope": Field(_QUAL),
+        "from": Field(_EXPR, required=True),
+        "to": Field(_EXPR, required=True),
+    }),
+    "set-default": Struct("set-default operation", {
+        **_COMMON,
+        "function": Field(_QUAL, required=True),
+        "param": Field(Str(pattern=r"[A-Za-z_][A-Za-z0-9_]*", what="a parameter name"),
+                       required=True),
+        "from": Field(_EXPR, required=True),
+        "to": Field(_EXPR, required=True),
+    }),
+    "replace-expression": Struct("replace-expression operation", {
+        **_COMMON,
+        "within": Field(ListOf(_QUAL, single=True)),
+        "from": Field(_EXPR, required=True),
+        "to": Field(_EXPR, required=True),
+    }),
+    "custom": Struct("custom operation", {
+        **_COMMON,
+        "file": Field(Str(pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.py",
+                          what="a .py file name next to the patchset"), required=True),
+        "class": Field(Str(pattern=r"[A-Za-z_][A-Za-z0-9_]*", what="a class name"),
+                       required=True),
+    }),
+}
+
+def _check_operation(raw: Any, path: KeyPath, doc: Document) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise doc.error(path, "an operation must be a mapping")
+    kind = raw.get("op")
+    if kind is None:
+        raise doc.error(path, "missing required key 'op' in operation",
+                        hint=f"one of: {', '.join(OP_KINDS)}")
+    if kind not in _OP_SCHEMAS:
+        hint = did_you_mean(str(kind), OP_KINDS) or f"known operations: {', '.join(OP_KINDS)}"
+        raise doc.error((*path, "op"), f"unknown operation {kind!r}", hint=hint)
+    data: dict[str, Any] = _OP_SCHEMAS[kind].check(raw, path, doc)
+    for key in ("from", "to"):
+        if key in data:
+            problem = _expr_problem(data[key])
+            if problem:
+                raise doc.error((*path, key), problem)
+    if "from" in data and _same_expr(data["from"], data["to"]):
+        raise doc.error((*path, "to"), "`from` and `to` are the same expression")
+    return data
+
+
+def _same_expr(a: str, b: str) -> bool:
+    return ast.dump(ast.parse(a.strip(), mode="eval")) == ast.dump(ast.parse(b.strip(),
+                                                                            mode="eval"))
+
+
+def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
+    """Load and validate one patchset YAML (ConfigError with file:line on any problem)."""
+    doc = load_yaml_file(path, display=display)
+    source = doc.source
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "a patchset must be a mapping with name, module and operations")
+    top_schema = Struct("patchset", {
+        "name": Field(Str(pattern=NAME_RE, what="a patchset name (lowercase, digits, - _ .)"),
+                      required=True),
+        "description": Field(Str(), default=""),
+        "module": Field(Str(pattern=DOTTED, what="a dotted module name")),
+        "modules": Field(ListOf(Str(pattern=DOTTED, what="a dotted module name"), min_len=1)),
+        "backup": Field(Str()),
+        "operations": Field(ListOf(_AnyValue(), min_len=1), required=True),
+    })
+    top: dict[str, Any] = top_schema.check(doc.data, (), doc)
+    if "module" in top and "modules" in top:
+        raise doc.error(("modules",), "give either `module` or `modules`, not both")
+    modules: tuple[str, ...] = (top["module"],) if "module" in top else top.get("modules", ())
+    if not modules:
+        raise doc.error((), "missing required key 'module' in patchset",
+                        hint="the dotted module to patch, e.g. vllm.engine.arg_utils")
+    if len(set(modules)) != len(modules):
+        raise doc.error(("modules",), "a module is listed twice")
+    template = top.get("backup", DEFAULT_BACKUP_TEMPLATE)
+    problem = _template_problem(template)
+    if problem:
+        raise doc.error(("backup",), problem)
+    if path.stem != top["name"]:
+        raise doc.error(("name",), f"name {top['name']!r} does not match the file name "
+                        f"{path.name!r}", hint=f"rename the file to {top['name']}.yaml")
+
+    digest = hashlib.sha256(path.read_bytes())
+    ops: list[Operation] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(top["operations"]):
+        opath: KeyPath = ("operations", i)
+        data = _check_operation(raw, opath, doc)
+        module = data.get("module")
+        if module is None:
+            if len(modules) > 1:
+                raise doc.error(opath, "operation needs `module` (the patchset has several)")
+            module = modules[0]
+        elif module not in modules:
+            raise doc.error((*opath, "module"), f"module {module!r} is not in the patchset's "
+                            f"modules", hint=did_you_mean(module, modules))
+        op_id = data.get("id") or f"op{i + 1}"
+        if op_id in seen:
+            raise doc.error((*opath, "id"), f"duplicate operation id {op_id!r} "
+                            f"(also operation {seen[op_id] + 1})")
+        seen[op_id] = i
+        m = doc.mark(opath)
+        custom_file = data.get("file")
+        if custom_file is not None:
+            cpath = path.parent / custom_file
+            if not cpath.is_file():
+                raise doc.error((*opath, "file"), f"custom transformer file {custom_file!r} "
+                                f"not found next to the patchset")
+            digest.update(cpath.read_bytes())
+            custom_file = str(cpath)
+        ops.append(Operation(
+            id=op_id,
+            kind=data["op"],
+            module=module,
+            where=f"{source}:{m.line}",
+            from_=data.get("from"),
+            to=data.get("to"),
+            callee=data.get("callee"),
+            keyword=data.get("keyword"),
+            within=tuple(data.get("within", ())),
+            target=data.get("target"),
+            scope=data.get("scope", ""),
+            function=data.get("function"),
+            param=data.get("param"),
+            count=data.get("count", 1),
+            custom_file=custom_file,
+            custom_class=data.get("class"),
+        ))
+    return Patchset(
+        name=top["name"],
+        description=top["description"],
+        modules=tuple(modules),
+        operations=tuple(ops),
+        backup_template=template,
+        source=source,
+        fingerprint=digest.hexdigest(),
+    )
+
+
+class _AnyValue(Str):
+    """Accept anything (each operation is checked by its own schema)."""
+
+    expected = "an operation"
+
+    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+        return value
+
+
+def patchset_names(patchsets_dir: Path) -> list[str]:
+    """Names of the patchsets in a directory (file stems), sorted."""
+    if not patchsets_dir.is_dir():
+        return []
+    return sorted(p.stem for p in patchsets_dir.glob("*.yaml") if p.is_file())
+
+
+def load_patchset(patchsets_dir: Path, name: str) -> Patchset:
+    """The named patchset, or NotFoundError with a did-you-mean."""
+    if not re.fullmatch(NAME_RE, name):
+        raise NotFoundError(f"unknown patchset {name!r}", hint="patchset names are file stems "
+                            "in patchsets/, e.g. eager-allreduce")
+    path = patchsets_dir / f"{name}.yaml"
+    if not path.is_file():
+        names = patchset_names(patchsets_dir)
+        hint = did_you_mean(name, names) or (
+            f"known patchsets: {', '.join(names)}" if names else f"no patchsets in {patchsets_dir}"
+        )
+        raise NotFoundError(f"unknown patchset {name!r}", hint=hint)
+    return load_patchset_file(path)
+
+
+def load_all_patchsets(patchsets_dir: Path) -> list[Patchset | ConfigError]:
+    """Every patchset in the directory; a broken file is returned as its error, not raised."""
+    out: list[Patchset | ConfigError] = []
+    for name in patchset_names(patchsets_dir):
+        try:
+            out.append(load_patchset_file(patchsets_dir / f"{name}.yaml"))
+        except ConfigError as exc:
+            out.append(exc)
+    return out

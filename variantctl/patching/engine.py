@@ -1,0 +1,544 @@
+"""PURE: detect the state of a patchset's operations in a source text and transform it.
+
+One libcst parse per content. Each operation walks only the part of the tree
+it can match in (the ``within`` functions, the ``scope`` body), so a 3,300-line
+``arg_utils.py`` costs a parse, two small walks and one code generation. The
+changed nodes are swapped in by rebuilding only their ancestors (not a full
+transformer pass), and the result is verified with the builtin ``compile()``.
+
+Expressions compare by syntax: both sides are normalised through the builtin
+``ast`` (whitespace, comments, redundant parentheses and quote style do not
+matter), so ``True,  # vendor`` matches ``from: "True"`` and a string literal
+containing ``enforce_eager=True`` never does.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from variantctl.config.patchsets import Operation
+from variantctl.patching import custom
+from variantctl.patching.states import (
+    APPLIED,
+    DRIFTED,
+    ERROR,
+    PRISTINE,
+    FileAnalysis,
+    Found,
+    OpState,
+    combine,
+)
+
+# -- expressions -------------------------------------------------------------
+
+_NORM_CACHE: dict[str, str | None] = {}
+
+
+def normalise(code: str) -> str | None:
+    """A canonical form of an expression's syntax (None if it is not one)."""
+    hit = _NORM_CACHE.get(code, "")
+    if hit != "":
+        return hit
+    try:
+        # the newlines keep a trailing comment from swallowing the closing paren
+        out: str | None = ast.dump(ast.parse("(\n" + code + "\n)", mode="eval").body)
+    except SyntaxError:
+        out = None
+    if len(_NORM_CACHE) < 4096:
+        _NORM_CACHE[code] = out
+    return out
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    text: str
+    norm: str
+    node: cst.BaseExpression
+    #: fast path: a bare name such as True or None
+    name: str | None
+
+
+_PATTERNS: dict[str, _Pattern] = {}
+
+
+def pattern(text: str) -> _Pattern:
+    p = _PATTERNS.get(text)
+    if p is None:
+        node = cst.parse_expression(text.strip())
+        norm = normalise(text.strip())
+        assert norm is not None, text
+        name = node.value if isinstance(node, cst.Name) else None
+        p = _Pattern(text, norm, node, name)
+        _PATTERNS[text] = p
+    return p
+
+
+class _Matcher:
+    """Compares nodes of one module with patterns (code of a node computed once)."""
+
+    def __init__(self, module: cst.Module):
+        self.module = module
+        self._code: dict[int, str] = {}
+
+    def code(self, node: cst.CSTNode) -> str:
+        key = id(node)
+        c = self._code.get(key)
+        if c is None:
+            c = self.module.code_for_node(node).strip()
+            self._code[key] = c
+        return c
+
+    def equals(self, node: cst.CSTNode, pat: _Pattern) -> bool:
+        if pat.name is not None:
+            if isinstance(node, cst.Name):
+                return node.value == pat.name
+            if not getattr(node, "lpar", None):
+                return False
+        elif (
+            type(node) is not type(pat.node)
+            and not getattr(node, "lpar", None)
+            # different node types can still be equal syntax in a few cases
+            # (e.g. implicit string concatenation); ast decides those
+            and not isinstance(node, (cst.BaseString, cst.UnaryOperation))
+        ):
+            return False
+        return normalise(self.code(node)) == pat.norm
+
+    def classify(self, node: cst.CSTNode, op: Operation) -> str:
+        assert op.from_ is not None and op.to is not None
+        if self.equals(node, pattern(op.from_)):
+            return "from"
+        if self.equals(node, pattern(op.to)):
+            return "to"
+        return "other"
+
+
+# -- walking -----------------------------------------------------------------
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+# fields that only ever hold tokens and whitespace: never worth descending into
+_TOKEN_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
+    "trailing_whitespace", "semicolon", "colon", "equal", "operator", "dot", "newline",
+    "asynchronous", "star_tok", "walrus", "arrow",
+})
+
+
+def _fields(node: cst.CSTNode) -> tuple[str, ...]:
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(node)
+            if f.name not in _TOKEN_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[type(node)] = names
+    return names
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for name in _fields(node):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+Chain = tuple[cst.CSTNode, ...]
+
+
+def _calls(root: cst.CSTNode, chain: Chain) -> list[tuple[cst.Call, Chain]]:
+    """Every Call below ``root`` with its ancestors (``chain`` ends at ``root``)."""
+    out: list[tuple[cst.Call, Chain]] = []
+    parents: list[cst.CSTNode] = list(chain)
+    fields = _fields
+    node_type = cst.CSTNode
+
+    def rec(node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Call):
+            out.append((node, tuple(parents)))
+        parents.append(node)
+        for name in fields(node):
+            value = getattr(node, name)
+            if isinstance(value, node_type):
+                rec(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, node_type):
+                        rec(item)
+        parents.pop()
+
+    parents.pop()
+    rec(root)
+    return out
+
+
+def _body_statements(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Chain]]:
+    """Statements of a module/class/function body, looking through if/try/with/for/while
+    (which do not open a scope), each with its ancestors below ``node``."""
+
+    def suite(container: cst.CSTNode, chain: Chain) -> Iterator[tuple[cst.CSTNode, Chain]]:
+        body: Any = getattr(container, "body", ())
+        if isinstance(body, cst.CSTNode):  # IndentedBlock / SimpleStatementSuite
+            chain = (*chain, body)
+            body = getattr(body, "body", ())
+        for stmt in body:
+            yield stmt, chain
+            if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(
+                stmt, (cst.ClassDef, cst.FunctionDef)
+            ):
+                yield from compound(stmt, (*chain, stmt))
+
+    def compound(stmt: cst.CSTNode, chain: Chain) -> Iterator[tuple[cst.CSTNode, Chain]]:
+        yield from suite(stmt, chain)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from suite(handler, (*chain, handler))
+        for name in ("orelse", "finalbody"):
+            other = getattr(stmt, name, None)
+            if isinstance(other, cst.If):  # elif
+                yield other, chain
+                yield from compound(other, (*chain, other))
+            elif isinstance(other, cst.CSTNode):
+                yield from suite(other, (*chain, other))
+
+    yield from suite(node, ())
+
+
+def _scopes(module: cst.Module) -> Iterator[tuple[str, cst.CSTNode, Chain]]:
+    """Every class and function with its qualified name and ancestors."""
+
+    def rec(node: cst.CSTNode, prefix: str, chain: Chain) -> Iterator[
+            tuple[str, cst.CSTNode, Chain]]:
+        for stmt, sub in _body_statements(node):
+            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+                qual = f"{prefix}{stmt.name.value}"
+                full = (*chain, *sub)
+                yield qual, stmt, full
+                yield from rec(stmt, qual + ".", (*full, stmt))
+
+    yield from rec(module, "", (module,))
+
+
+def _dotted(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+# -- candidates per operation -------------------------------------------------
+
+
+@dataclass
+class _Candidate:
+    node: cst.CSTNode
+    chain: Chain
+    kind: str  # from / to / other
+    code: str
+
+
+def _scope_roots(module: cst.Module, names: Sequence[str]) -> list[tuple[cst.CSTNode, Chain]]:
+    if not names:
+        return [(module, (module,))]
+    wanted = set(names)
+    return [(node, (*chain, node)) for qual, node, chain in _scopes(module) if qual in wanted]
+
+
+def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+    assert op.callee is not None
+    out: list[_Candidate] = []
+    seen: set[int] = set()
+    for root, chain in _scope_roots(module, op.within):
+        for node, parents in _calls(root, chain):
+            name = _dotted(node.func)
+            if name is None or not (name == op.callee or name.endswith("." + op.callee)):
+                continue
+            for arg in node.args:
+                if arg.keyword is None or arg.keyword.value != op.keyword:
+                    continue
+                if id(arg.value) in seen:
+                    continue
+                seen.add(id(arg.value))
+                out.append(_Candidate(arg.value, (*parents, node, arg),
+                                      m.classify(arg.value, op), m.code(arg.value)))
+    return out
+
+
+def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+    out: list[_Candidate] = []
+    for qual, node, chain in _scopes(module):
+        if qual != op.function or not isinstance(node, cst.FunctionDef):
+            continue
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value != op.param:
+                continue
+            if param.default is None:
+                out.append(_Candidate(param.name, (*chain, node, params, param), "other",
+                                      f"{op.param} (no default)"))
+            else:
+                out.append(_Candidate(param.default, (*chain, node, params, param),
+                                      m.classify(param.default, op), m.code(param.default)))
+    return out
+
+
+def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+    roots = _scope_roots(module, [op.scope]) if op.scope else [(module, (module,))]
+    out: list[_Candidate] = []
+    for root, chain in roots:
+        for stmt, sub in _body_statements(root):
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                value: cst.BaseExpression | None = None
+                if (isinstance(small, cst.Assign) and any(
+                    _dotted(t.target) == op.target for t in small.targets
+                )) or (isinstance(small, cst.AnnAssign) and _dotted(small.target) == op.target):
+                    value = small.value
+                if value is None:
+                    continue
+                out.append(_Candidate(value, (*chain, *sub, stmt, small),
+                                      m.classify(value, op), m.code(value)))
+    return out
+
+
+def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+    assert op.from_ is not None and op.to is not None
+    pats = (pattern(op.from_), pattern(op.to))
+    out: list[_Candidate] = []
+    for root, chain in _scope_roots(module, op.within):
+        stack: list[tuple[cst.CSTNode, Chain]] = [(root, chain[:-1])]
+        while stack:
+            node, parents = stack.pop()
+            if isinstance(node, cst.BaseExpression) and node is not root:
+                kind = ("from" if m.equals(node, pats[0])
+                        else "to" if m.equals(node, pats[1]) else None)
+                if kind is not None:
+                    # never look inside a match: `to` may contain `from`
+                    out.append(_Candidate(node, parents, kind, m.code(node)))
+                    continue
+            sub = (*parents, node)
+            stack.extend((c, sub) for c in reversed(list(_children(node))))
+    return out
+
+
+_FINDERS = {
+    "set-keyword": _find_keyword,
+    "set-default": _find_default,
+    "set-assignment": _find_assignment,
+    "replace-expression": _find_expression,
+}
+
+
+# -- rebuilding ---------------------------------------------------------------
+
+_NO_PARENS_PARENTS = (cst.Arg, cst.Assign, cst.AnnAssign, cst.Param, cst.Return, cst.Expr,
+                      cst.Element, cst.DictElement, cst.Index)
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BaseNumber, cst.SimpleString,
+          cst.List, cst.Dict, cst.Set, cst.Ellipsis, cst.FormattedString)
+
+
+def _replacement(text: str, parent: cst.CSTNode | None) -> cst.BaseExpression:
+    node = cst.parse_expression(text.strip())
+    if isinstance(node, _ATOMS) or isinstance(parent, _NO_PARENS_PARENTS) or node.lpar:
+        return node
+    # keep precedence when an operator expression lands inside another one
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _rebuild(node: cst.CSTNode, swaps: dict[int, cst.CSTNode], ancestors: set[int]
+             ) -> cst.CSTNode:
+    hit = swaps.get(id(node))
+    if hit is not None:
+        return hit
+    if id(node) not in ancestors:
+        return node
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, cst.CSTNode):
+            new = _rebuild(value, swaps, ancestors)
+            if new is not value:
+                changes[f.name] = new
+        elif isinstance(value, (list, tuple)):
+            items = [_rebuild(v, swaps, ancestors) if isinstance(v, cst.CSTNode) else v
+                     for v in value]
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                changes[f.name] = type(value)(items)
+    return node.with_changes(**changes) if changes else node
+
+
+# -- analysis -----------------------------------------------------------------
+
+
+def _decode(data: bytes) -> tuple[str | None, str | None, int | None]:
+    try:
+        return data.decode("utf-8"), None, None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} on line {line})", line
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _op_state(op: Operation, cands: list[_Candidate]) -> tuple[str, str]:
+    n_from = sum(c.kind == "from" for c in cands)
+    n_to = sum(c.kind == "to" for c in cands)
+    if n_from == op.count and n_to == 0:
+        return PRISTINE, ""
+    if n_to == op.count and n_from == 0:
+        return APPLIED, ""
+    if n_from + n_to == 0:
+        if not cands:
+            return DRIFTED, "not found"
+        return DRIFTED, "found neither `from` nor `to`"
+    want = "once" if op.count == 1 else f"{op.count} times"
+    return DRIFTED, f"expected {want}, found `from` {n_from}x and `to` {n_to}x"
+
+
+def analyze(
+    ops: Sequence[Operation],
+    data: bytes,
+    *,
+    display: str = "<file>",
+    reverse: bool = False,
+    with_lines: bool = False,
+) -> FileAnalysis:
+    """State of ``ops`` in ``data`` and, in one pass, the transformed bytes.
+
+    Forward (``reverse=False``) replaces ``from`` by ``to`` for every pristine
+    operation; reverse replaces ``to`` by ``from`` for every applied one. The
+    caller decides whether the file's overall state allows writing the result.
+    Line numbers are computed when asked for, or when something drifted.
+    """
+    digest = sha256(data)
+    # a UTF-8 byte-order mark is kept byte for byte but not shown to the parser
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    text, problem, line = _decode(data[len(bom):])
+    if text is None:
+        return FileAnalysis(digest, ERROR, error=problem, error_line=line)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        # Python's own parser gives the clearer one-line message and the right line
+        try:
+            ast.parse(text, display)
+        except SyntaxError as syn:
+            return FileAnalysis(digest, ERROR, error=f"syntax error on line {syn.lineno}: "
+                                f"{syn.msg}", error_line=syn.lineno)
+        first = str(exc.message).splitlines()[0] if str(exc.message) else "cannot parse"
+        return FileAnalysis(digest, ERROR, error=f"libcst cannot parse line {exc.raw_line}: "
+                            f"{first}", error_line=exc.raw_line)
+    except Exception as exc:  # libcst rejects some inputs with other errors
+        return FileAnalysis(digest, ERROR, error=f"cannot parse: {exc}")
+
+    m = _Matcher(module)
+    found: list[tuple[Operation, list[_Candidate], str, str]] = []
+    swaps: dict[int, cst.CSTNode] = {}
+    ancestors: set[int] = set()
+    changed: list[str] = []
+    custom_states: list[tuple[Operation, str, str]] = []
+    for op in ops:
+        if op.kind == "custom":
+            state, reason = custom.detect(op, module)
+            custom_states.append((op, state, reason))
+            found.append((op, [], state, reason))
+            continue
+        cands = _FINDERS[op.kind](module, op, m)
+        state, reason = _op_state(op, cands)
+        found.append((op, cands, state, reason))
+        source_kind, new_text = ("to", op.from_) if reverse else ("from", op.to)
+        if state == (APPLIED if reverse else PRISTINE):
+            assert new_text is not None
+            for c in cands:
+                if c.kind == source_kind:
+                    swaps[id(c.node)] = _replacement(new_text, c.chain[-1] if c.chain else None)
+                    ancestors.update(id(a) for a in c.chain)
+            changed.append(op.id)
+
+    new_module = module
+    if swaps:
+        rebuilt = _rebuild(module, swaps, ancestors)
+        assert isinstance(rebuilt, cst.Module)
+        new_module = rebuilt
+    for op, state, _ in custom_states:
+        if state == (APPLIED if reverse else PRISTINE):
+            try:
+                new_module = custom.transform(op, new_module, reverse=reverse)
+            except custom.CustomOpError as exc:
+                return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
+            changed.append(op.id)
+
+    lines: dict[int, int] = {}
+    drifted = any(s == DRIFTED for _, _, s, _ in found)
+    if with_lines or drifted:
+        lines = _lines(module, [c for _, cands, _, _ in found for c in cands])
+    states = tuple(
+        OpState(
+            op_id=op.id,
+            kind=op.kind,
+            description=op.describe,
+            state=state,
+            from_=op.from_,
+            to=op.to,
+            found=tuple(Found(c.code, lines.get(id(c.node)), c.kind) for c in cands),
+            reason=reason,
+        )
+        for op, cands, state, reason in found
+    )
+    overall = combine(s.state for s in states)
+    if not changed:
+        return FileAnalysis(digest, overall, states)
+    new_text = new_module.code
+    try:
+        compile(new_text, display, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return FileAnalysis(digest, ERROR, states,
+                            error=f"the patched text does not compile (line {exc.lineno}: "
+                            f"{exc.msg}); nothing written")
+    new_data = bom + new_text.encode("utf-8")
+    return FileAnalysis(digest, overall, states, new_data, sha256(new_data), tuple(changed))
+
+
+def _lines(module: cst.Module, cands: list[_Candidate]) -> dict[int, int]:
+    """1-based line of each candidate node.
+
+    Cheaper than libcst's PositionProvider (a metadata pass costs about two parses):
+    swap every node for a unique marker name (rebuilding only their ancestors),
+    generate the code once and count the newlines before each marker.
+    """
+    if not cands:
+        return {}
+    swaps: dict[int, cst.CSTNode] = {}
+    ancestors: set[int] = set()
+    markers: dict[str, int] = {}
+    for i, c in enumerate(cands):
+        if not c.chain or not isinstance(c.node, cst.BaseExpression):
+            continue
+        name = f"__variantctl_line_marker_{i}__"
+        markers[name] = id(c.node)
+        swaps[id(c.node)] = cst.Name(name)
+        ancestors.update(id(a) for a in c.chain)
+    rebuilt = _rebuild(module, swaps, ancestors)
+    assert isinstance(rebuilt, cst.Module)
+    code = rebuilt.code
+    out: dict[int, int] = {}
+    for name, node_id in markers.items():
+        pos = code.find(name)
+        if pos >= 0:
+            out[node_id] = code.count("\n", 0, pos) + 1
+    return out
