@@ -1,0 +1,142 @@
+"""Remote patching through SshTarget: apply / status / rollback over real SSH,
+one transaction over two roots, and a full filesystem on the host mid-apply."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.ssh.launchkit import FAKE, run_json
+from tests.support.sshd import SshLab, free_port
+
+pytestmark = pytest.mark.ssh
+
+CASE = REPO / "tests" / "fixtures" / "patching" / "eager_allreduce" / "v062_model_config"
+REL = Path("vllm/engine/arg_utils.py")
+
+
+def make_project(base: Path, lab: SshLab, roots: list[Path]) -> Path:
+    project = base / "project"
+    (project / "variants").mkdir(parents=True)
+    (project / "patchsets").mkdir()
+    shutil.copy(REPO / "patchsets" / "eager-allreduce.yaml", project / "patchsets")
+    (project / "variants" / "hosts.yaml").write_text(
+        f"gpu1:\n  ssh:\n    alias: gpu1\n    config: {lab.ssh_config}\n"
+        f"  python: {sys.executable}\n  workdir: {base / 'work'}\n"
+        f"  site_roots: [{', '.join(str(r) for r in roots)}]\n"
+    )
+    return project
+
+
+def make_root(root: Path) -> Path:
+    (root / REL).parent.mkdir(parents=True, exist_ok=True)
+    (root / REL).write_bytes((CASE / "before.py").read_bytes())
+    return root
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
+                  and ".variantctl" not in p.parts)
+
+
+def test_apply_status_rollback_over_ssh(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # type: ignore[no-untyped-def]
+    roots = [make_root(tmp_path / "lib"), make_root(tmp_path / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    before = (CASE / "before.py").read_bytes()
+    after = (CASE / "after.py").read_bytes()
+
+    res = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert res.code == 0, res.output
+    for r in roots:
+        assert (r / REL).read_bytes() == after
+        backups = [p for p in (r / REL).parent.iterdir() if ".bak" in p.name]
+        assert len(backups) == 1 and backups[0].read_bytes() == before
+        assert not list(r.rglob("*.variantctl-tmp"))
+
+    st = run_cli(["status", "eager-allreduce", "--host", "gpu1", "--json"], project=project)
+    assert st.code == 0, st.output
+    reports = json.loads(st.stdout)
+    assert {f["state"] for rep in reports for f in rep["files"]} == {"applied"}
+
+    rb = run_cli(["rollback", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert rb.code == 0, rb.output
+    for r in roots:
+        assert (r / REL).read_bytes() == before
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs mounted for the test (the host's 'disk')."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_on_the_host_leaves_everything_as_it_was(
+    run_cli, tmp_path: Path, ssh_lab: SshLab, small_fs: Path  # type: ignore[no-untyped-def]
+) -> None:
+    roots = [make_root(tmp_path / "lib"), make_root(small_fs / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    before = (CASE / "before.py").read_bytes()
+    # fill the small filesystem
+    subprocess.run(["dd", "if=/dev/zero", f"of={small_fs / 'filler'}", "bs=4k"],
+                   capture_output=True, check=False)
+    names_before = {str(r): files_under(r) for r in roots}
+
+    res = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert res.code != 0
+    assert "no space left on device" in res.output, res.output
+    assert "Traceback" not in res.output
+    for r in roots:
+        assert (r / REL).read_bytes() == before  # untouched or restored, never partial
+        assert not list(r.rglob("*.variantctl-tmp"))
+        assert files_under(r) == names_before[str(r)] or all(
+            ".bak" in n for n in set(files_under(r)) - set(names_before[str(r)]))
+
+    # with space again the same apply succeeds
+    (small_fs / "filler").unlink()
+    ok = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert ok.code == 0, ok.output
+    assert all((r / REL).read_bytes() == (CASE / "after.py").read_bytes() for r in roots)
+
+
+def test_launch_requires_patchsets_on_the_host(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # type: ignore[no-untyped-def]
+    roots = [make_root(tmp_path / "lib"), make_root(tmp_path / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    (project / "variants" / "fake-patched.yaml").write_text(
+        "description: FAKE server (a test double) that needs the eager-allreduce patch\n"
+        "host: gpu1\n"
+        f"command: [python, {FAKE}, --scenario, healthy, --pace, '0.01']\n"
+        "requires: [eager-allreduce]\n")
+    port = str(free_port())
+    refused = run_cli(["launch", "fake-patched", "--port", port], project=project)
+    assert refused.code == 3, refused.output
+    assert "requires patchset eager-allreduce, which is not applied on host gpu1" in refused.stderr
+    assert "--apply-patches" in refused.stderr
+    assert not (project / "runs").exists()
+
+    res = run_cli(["launch", "fake-patched", "--port", port, "--apply-patches", "--json"],
+                  project=project)
+    try:
+        assert res.code == 0, res.output
+        assert json.loads(res.stdout)["verdict"] == "ready"
+        assert "applying eager-allreduce on gpu1" in res.stderr
+        after = (CASE / "after.py").read_bytes()
+        assert all((r / REL).read_bytes() == after for r in roots)
+        patches = run_json(project, "fake-patched")["patches"]["eager-allreduce"]
+        assert set(patches["roots"].values()) == {"applied"}
+        assert {f["sha256"] for f in patches["files"]} == {hashlib.sha256(after).hexdigest()}
+    finally:
+        run_cli(["stop", "fake-patched"], project=project)

@@ -1,0 +1,237 @@
+"""SshTarget against a real OpenSSH server: files, atomic writes, lock, run, faults."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ssh.conftest import ssh_host
+from tests.support.sshd import SshLab, free_port, keygen
+from variantctl.config.hosts import Host, SshSpec
+from variantctl.errors import TargetError
+from variantctl.exitcodes import ExitCode
+from variantctl.targets.connect import on_hosts, open_target
+from variantctl.targets.ssh import SshTarget
+
+pytestmark = pytest.mark.ssh
+
+
+def test_files_round_trip(gpu1: Host, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with open_target(gpu1) as t:
+        assert isinstance(t, SshTarget)
+        t.makedirs(str(root / "a" / "b"))
+        assert (root / "a" / "b").is_dir()
+        p = str(root / "a" / "b" / "f.py")
+        t.write_new(p, b"one\n")
+        assert Path(p).read_bytes() == b"one\n"
+        with pytest.raises(TargetError) as ei:
+            t.write_new(p, b"two\n")
+        assert ei.value.kind == "exists"
+        assert Path(p).read_bytes() == b"one\n"
+        os.chmod(p, 0o640)
+        t.write_atomic(p, b"three\n")
+        assert Path(p).read_bytes() == b"three\n"
+        assert (os.stat(p).st_mode & 0o777) == 0o640
+        assert t.read_bytes(p) == b"three\n"
+        st = t.stat(p)
+        assert st is not None and st.size == 6
+        assert t.stat(p + ".missing") is None
+        assert t.listdir(str(root / "a" / "b")) == ["f.py"]
+        t.rename(p, p + ".moved")
+        assert not Path(p).exists() and Path(p + ".moved").exists()
+        t.remove(p + ".moved")
+        t.remove(p + ".moved")  # missing: not an error
+        with pytest.raises(TargetError) as ei:
+            t.read_bytes(str(root / "nope"))
+        assert ei.value.kind == "not-found"
+        assert "gpu1" in str(ei.value) and "nope" in str(ei.value)
+        with pytest.raises(TargetError) as ei:
+            t.listdir(str(root / "nope"))
+        assert ei.value.kind == "not-found"
+    # no temp files left behind
+    assert sorted(os.listdir(root / "a" / "b")) == []
+
+
+def test_tilde_paths_are_the_remote_home(gpu1: Host) -> None:
+    with open_target(gpu1) as t:
+        assert isinstance(t, SshTarget)
+        assert t.path("~/x") == str(Path.home() / "x")
+        res = t.run(["sh", "-c", "echo $HOME"])
+        assert res.stdout.strip() == str(Path.home())
+
+
+def test_run_quotes_env_cwd_input_and_codes(gpu1: Host, tmp_path: Path) -> None:
+    with open_target(gpu1) as t:
+        res = t.run(
+            ["sh", "-c", 'printf "%s|%s|" "$A" "$(pwd)"; cat; echo err >&2; exit 3'],
+            env={"A": "it's $HOME; `x`"},
+            cwd=str(tmp_path),
+            input=b"stdin data",
+        )
+        assert res.returncode == 3
+        assert res.stdout == f"it's $HOME; `x`|{tmp_path}|stdin data"
+        assert res.stderr == "err\n"
+        big = t.run(["python3", "-c", "import sys; sys.stdout.write('x'*3000000); "
+                     "sys.stderr.write('y'*3000000)"])
+        assert len(big.stdout) == 3000000 and len(big.stderr) == 3000000
+        with pytest.raises(TargetError) as ei:
+            t.run(["sleep", "5"], timeout=0.5)
+        assert "did not finish" in str(ei.value)
+        with pytest.raises(TargetError) as ei:
+            t.run(["no-such-program-xyz"])
+        assert ei.value.kind == "not-found"
+
+
+def test_remote_lock_excludes_and_is_released_when_holder_dies(
+    gpu1: Host, tmp_path: Path
+) -> None:
+    lock = str(tmp_path / "l.lock")
+    with open_target(gpu1) as a, open_target(gpu1) as b:
+        with a.lock(lock):
+            with pytest.raises(TargetError) as ei, b.lock(lock, timeout=0.3):
+                pass
+            assert ei.value.kind == "busy"
+        with b.lock(lock):
+            pass
+    # a holder whose connection dies releases the lock
+    holder = SshTarget(gpu1).connect()
+    cm = holder.lock(lock)
+    cm.__enter__()
+    with open_target(gpu1) as b:
+        with pytest.raises(TargetError), b.lock(lock, timeout=0.2):
+            pass
+        holder.close()  # like a crash: the channel goes away without unlocking
+        with b.lock(lock, timeout=5):
+            pass
+
+
+def test_lock_waits_for_release(gpu1: Host, tmp_path: Path) -> None:
+    lock = str(tmp_path / "w.lock")
+    with open_target(gpu1) as a, open_target(gpu1) as b:
+        ctx = a.lock(lock)
+        ctx.__enter__()
+        threading.Timer(0.4, lambda: ctx.__exit__(None, None, None)).start()
+        t0 = time.monotonic()
+        with b.lock(lock, timeout=5):
+            assert time.monotonic() - t0 >= 0.3
+
+
+def test_unreachable_host(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # type: ignore[no-untyped-def]
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host dead\n  HostName 127.0.0.1\n  Port {free_port()}\n  User root\n")
+    host = Host("dead", ssh=SshSpec(alias="dead", config_file=str(cfg)))
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert ei.value.kind == "unreachable"
+    assert ei.value.exit_code == ExitCode.UNREACHABLE
+    assert str(ei.value).startswith("dead: ")
+    assert "connection refused" in str(ei.value)
+
+
+def test_auth_failure(ssh_lab: SshLab, tmp_path: Path) -> None:
+    stranger = keygen(tmp_path / "stranger")
+    server = ssh_lab.servers["gpu1"]
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(server.ssh_config_entry(alias="gpu1", key=stranger))
+    host = Host("gpu1", ssh=SshSpec(alias="gpu1", config_file=str(cfg)))
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert ei.value.kind == "auth"
+    assert "gpu1" in str(ei.value) and "authentication failed" in str(ei.value)
+
+
+def test_changed_and_unknown_host_key(ssh_lab: SshLab, tmp_path: Path) -> None:
+    server = ssh_lab.servers["gpu2"]
+    other = keygen(tmp_path / "other_host_key")
+    pub = (tmp_path / "other_host_key.pub").read_text().split()
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{server.port} {pub[0]} {pub[1]}\n")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(server.ssh_config_entry().replace(str(server.known_hosts), str(kh)))
+    host = Host("gpu2", ssh=SshSpec(alias="gpu2", config_file=str(cfg)))
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert ei.value.kind == "host-key"
+    assert "CHANGED" in str(ei.value)
+    assert kh.read_text().split()[2] == pub[1]  # nothing was rewritten
+    assert other.exists()
+
+    kh.write_text("")
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert ei.value.kind == "host-key"
+    assert "unknown" in str(ei.value)
+    assert kh.read_text() == ""  # not added silently
+
+
+def test_missing_ssh_config_file(tmp_path: Path) -> None:
+    host = Host("x", ssh=SshSpec(alias="x", config_file=str(tmp_path / "nope")))
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert "does not exist" in str(ei.value)
+
+
+def test_parallel_hosts_one_failing_does_not_stop_others(
+    ssh_lab: SshLab, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(ssh_lab.ssh_config.read_text()
+                   + f"Host dead\n  HostName 127.0.0.1\n  Port {free_port()}\n  User root\n")
+    hosts = [
+        Host("gpu1", ssh=SshSpec(alias="gpu1", config_file=str(cfg))),
+        Host("dead", ssh=SshSpec(alias="dead", config_file=str(cfg))),
+        ssh_host(ssh_lab, "gpu2", tmp_path),
+    ]
+    outcomes = on_hosts(hosts, lambda h, t: t.run(["hostname"]).returncode)
+    assert [o.host.name for o in outcomes] == ["gpu1", "dead", "gpu2"]
+    assert outcomes[0].value == 0 and outcomes[2].value == 0
+    assert outcomes[1].error is not None and "dead" in str(outcomes[1].error)
+
+
+def test_jump_host_from_ssh_config(ssh_lab: SshLab, tmp_path: Path) -> None:
+    """ProxyJump in the ssh config: reach gpu1 through gpu2; both host keys are checked."""
+    gpu1 = ssh_lab.servers["gpu1"]
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(ssh_lab.ssh_config.read_text()
+                   + gpu1.ssh_config_entry(alias="behind").replace(
+                       "    ConnectTimeout 5\n", "    ConnectTimeout 5\n    ProxyJump gpu2\n"))
+    host = Host("behind", ssh=SshSpec(alias="behind", config_file=str(cfg)))
+    with open_target(host) as t:
+        assert t.run(["echo", "hi"]).stdout == "hi\n"
+        assert isinstance(t, SshTarget) and t._conn.gateway is not None
+    # the jump host's own key is checked too
+    gpu2 = ssh_lab.servers["gpu2"]
+    cfg.write_text(cfg.read_text().replace(str(gpu2.known_hosts), str(tmp_path / "empty")))
+    (tmp_path / "empty").write_text("")
+    with pytest.raises(TargetError) as ei, open_target(host):
+        pass
+    assert ei.value.kind == "host-key"
+    assert str(ei.value).startswith(f"behind: host key of [127.0.0.1]:{gpu2.port} (jump host) "
+                                    "is unknown")
+
+
+def test_cli_reports_auth_and_host_key_failures(run_cli, ssh_lab: SshLab, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = ssh_lab.servers["gpu1"]
+    stranger = keygen(tmp_path / "stranger")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(server.ssh_config_entry(alias="badkey", key=stranger)
+                   + server.ssh_config_entry(alias="nokh").replace(str(server.known_hosts),
+                                                                   str(tmp_path / "nokh")))
+    (tmp_path / "nokh").write_text("")
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    (project / "variants" / "hosts.yaml").write_text(
+        f"badkey:\n  ssh:\n    alias: badkey\n    config: {cfg}\n"
+        f"nokh:\n  ssh:\n    alias: nokh\n    config: {cfg}\n")
+    res = run_cli(["ps", "--host", "badkey"], project=project)
+    assert res.code == ExitCode.UNREACHABLE
+    assert res.stderr.startswith("error: badkey: authentication failed for root@127.0.0.1:")
+    assert "hint:" in res.stderr and "Traceback" not in res.output
+    res = run_cli(["logs", "x", "--host", "nokh"], project=project)
+    assert res.code == ExitCode.UNREACHABLE
+    assert "error: nokh: host key of root@127.0.0.1" in res.stderr and "unknown" in res.stderr

@@ -1,0 +1,46 @@
+"""``variantctl launch``: start a variant on its host and diagnose its startup."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.env import Environment
+
+
+@click.command("launch")
+@click.argument("variant")
+@click.option("--host", "host", help="Run on this host instead of the variant's.")
+@click.option("--port", type=click.IntRange(1, 65535), help="Override the variant's port.")
+@click.option("--apply-patches", is_flag=True, help="Apply the variant's required patchsets.")
+@click.option("--force", is_flag=True, help="Launch even if the pre-flight check finds errors.")
+@click.option("--replace", is_flag=True, help="Stop a running copy (or the server on the port).")
+@click.option("--no-wait", is_flag=True, help="Return once started; `variantctl watch` attaches.")
+@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds to wait for ready.")
+@click.option("--stall", type=click.FloatRange(min=1), help="Seconds without progress = hang.")
+@click.option("--keep", is_flag=True, help="Do not stop a failed, hung or timed-out server.")
+@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds between TERM and KILL when stopping.")
+@json_option
+@pass_env
+def launch(env: Environment, variant: str, host: str | None, port: int | None,
+           apply_patches: bool, force: bool, replace: bool, no_wait: bool,
+           timeout: float | None, stall: float | None, keep: bool, grace: float,
+           as_json: bool) -> None:
+    """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
+    from variantctl.cli import finish
+    from variantctl.launch.core import LaunchOptions
+    from variantctl.launch.core import launch as do_launch
+    from variantctl.launch.ui import ConsoleUI, print_result
+
+    opts = LaunchOptions(host=host, port=port, apply_patches=apply_patches, force=force,
+                         replace=replace, wait=not no_wait, timeout=timeout, stall=stall,
+                         keep=keep, grace=grace)
+    ui = ConsoleUI(env, as_json=as_json)
+    try:
+        result = do_launch(env, variant, opts, ui)
+    finally:
+        ui.close()
+    print_result(env, result, as_json=as_json, verdict_shown=ui.shown_verdict)
+    if result.exit_code:
+        finish(result.exit_code)

@@ -1,0 +1,28 @@
+"""``variantctl logs``: print (or follow) a variant's server log on its host."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import pass_env
+from variantctl.env import Environment
+
+
+@click.command("logs")
+@click.argument("variant")
+@click.option("--host", "host", help="Host the server runs on (default: the variant's host).")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until it exits.")
+@click.option("--lines", "-n", type=click.IntRange(min=0), default=None,
+              help="Only the last N lines.")
+@pass_env
+def logs(env: Environment, variant: str, host: str | None, follow: bool,
+         lines: int | None) -> None:
+    """Print VARIANT's latest server log (from the running server or the last launch)."""
+    from variantctl.launch.logs import show_log
+    from variantctl.launch.selection import select_hosts, variant_host
+    from variantctl.targets.connect import open_target
+
+    default = variant_host(env, variant) or "local"
+    (chosen,) = select_hosts(env, host, None, default=default)
+    with open_target(chosen) as target:
+        show_log(env, target, chosen, variant, follow=follow, lines=lines)

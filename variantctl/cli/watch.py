@@ -1,0 +1,36 @@
+"""``variantctl watch``: attach to a started variant and wait for its verdict."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.env import Environment
+
+
+@click.command("watch")
+@click.argument("variant")
+@click.option("--host", "host", help="Host it runs on (default: the variant's host).")
+@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds to wait for ready.")
+@click.option("--stall", type=click.FloatRange(min=1), help="Seconds without progress = hang.")
+@click.option("--keep", is_flag=True, help="Do not stop a failed, hung or timed-out server.")
+@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds between TERM and KILL when stopping.")
+@json_option
+@pass_env
+def watch(env: Environment, variant: str, host: str | None, timeout: float | None,
+          stall: float | None, keep: bool, grace: float, as_json: bool) -> None:
+    """Follow VARIANT's log from the start and report its verdict (like launch)."""
+    from variantctl.cli import finish
+    from variantctl.launch.core import LaunchOptions, watch_existing
+    from variantctl.launch.ui import ConsoleUI, print_result
+
+    opts = LaunchOptions(timeout=timeout, stall=stall, keep=keep, grace=grace)
+    ui = ConsoleUI(env, as_json=as_json)
+    try:
+        result = watch_existing(env, variant, host, opts, ui)
+    finally:
+        ui.close()
+    print_result(env, result, as_json=as_json, verdict_shown=ui.shown_verdict)
+    if result.exit_code:
+        finish(result.exit_code)

@@ -1,0 +1,1 @@
+"""Launch orchestration: pre-checks, start, watch, verdict, archive, stop."""

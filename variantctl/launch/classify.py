@@ -1,0 +1,124 @@
+"""The launch's view of the streaming log classifier (:mod:`variantctl.logs`).
+
+The classifier decides what a log means; this adapter only turns its answers
+into the launch verdict vocabulary (``failed``, ``hang``, ``exited``, ``ready``,
+``timeout``) and keeps the last full result for facts and the archive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DECISIVE_KINDS = ("failed", "hang")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A verdict with what explains it (from the classifier's Result, when there is one)."""
+
+    verdict: str
+    decisive: bool
+    result: Any = None
+
+    def _get(self, name: str, default: Any = None) -> Any:
+        return getattr(self.result, name, default) if self.result is not None else default
+
+    @property
+    def signature(self) -> str | None:
+        sig: str | None = self._get("signature")
+        return sig
+
+    @property
+    def title(self) -> str:
+        return str(self._get("title", "") or "")
+
+    @property
+    def message(self) -> str:
+        return str(self._get("message", "") or "")
+
+    @property
+    def remediation(self) -> str:
+        return str(self._get("remediation", "") or "")
+
+    @property
+    def phase(self) -> str | None:
+        phase: str | None = self._get("phase")
+        return phase
+
+    @property
+    def evidence(self) -> list[tuple[int, str]]:
+        return [(int(e.line), str(e.text)) for e in (self._get("evidence", ()) or ())]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict}
+        if self.result is not None and hasattr(self.result, "to_json"):
+            out["classifier"] = self.result.to_json()
+        return out
+
+
+class ClassifierAdapter:
+    """Wraps a ``StreamClassifier`` (feed/tick/finish)."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.last: Any = None
+
+    @classmethod
+    def create(cls, *, stall_seconds: float, clock: Any, catalog: Any = None) -> ClassifierAdapter:
+        """A fresh classifier with the default (shipped + user) signature catalog."""
+        from variantctl.logs.catalog import default_catalog
+        from variantctl.logs.stream import StreamClassifier
+
+        return cls(StreamClassifier(catalog or default_catalog(), stall_seconds=stall_seconds,
+                                    clock=clock))
+
+    def _decision(self, verdict: Any) -> Decision | None:
+        if verdict is None:
+            return None
+        self.last = verdict
+        kind = getattr(verdict, "kind", None)
+        if kind in DECISIVE_KINDS:
+            return Decision(str(kind), True, verdict)
+        return Decision(str(kind), False, verdict)
+
+    def feed(self, line: str) -> Decision | None:
+        return self._decision(self.stream.feed(line))
+
+    def tick(self) -> Decision | None:
+        return self._decision(self.stream.tick())
+
+    def _finish(self, exited: bool) -> Any:
+        result = self.stream.finish(exited=exited)
+        self.last = result
+        return result
+
+    def ready(self) -> Decision:
+        return Decision("ready", False, self._finish(False))
+
+    def exited(self) -> Decision:
+        result = self._finish(True)
+        if getattr(result, "kind", None) in DECISIVE_KINDS:
+            return Decision(str(result.kind), True, result)
+        return Decision("exited", False, result)
+
+    def timed_out(self) -> Decision:
+        return Decision("timeout", False, self._finish(False))
+
+    def phase(self) -> str | None:
+        phase = getattr(self.stream, "phase", None)
+        if callable(phase):
+            phase = phase()
+        return None if phase is None else str(phase)
+
+    def facts(self) -> dict[str, Any]:
+        source = self.last
+        facts = getattr(source, "facts", None) if source is not None else None
+        if facts is None:
+            facts = getattr(self.stream, "facts", None)
+            if callable(facts):
+                facts = facts()
+        if facts is not None and hasattr(facts, "to_json"):
+            data: dict[str, Any] = facts.to_json()
+            return data
+        return {}

@@ -1,0 +1,179 @@
+"""Servers variantctl started on a host: records, status, stop.
+
+A record (``<workdir>/run/<variant>.json``) is written when a server starts and
+removed when it is stopped. A record whose process is gone is *stale* (the
+server died or the host rebooted); ``ps`` shows it, ``stop`` and ``launch``
+clean it up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from variantctl.config.hosts import Host
+from variantctl.errors import TargetError
+from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.targets.base import Target
+from variantctl.targets.process import (
+    ProcInfo,
+    StopResult,
+    http_status,
+    listening_ports,
+    process_table,
+    stop_group,
+)
+
+
+def resolve_workdir(target: Target, host: Host) -> str:
+    """The host's work directory with ``~`` expanded on that host."""
+    expand = getattr(target, "path", None)
+    if expand is not None:
+        return str(expand(host.workdir))
+    return os.path.expanduser(host.workdir)
+
+
+def layout_for(target: Target, host: Host) -> HostLayout:
+    return HostLayout(resolve_workdir(target, host))
+
+
+def save_record(target: Target, layout: HostLayout, record: ServerRecord) -> None:
+    target.makedirs(layout.run)
+    data = json.dumps(record.to_dict(), indent=2).encode()
+    target.write_atomic(layout.record(record.variant), data)
+
+
+def load_record(target: Target, layout: HostLayout, variant: str) -> ServerRecord | None:
+    try:
+        raw = target.read_bytes(layout.record(variant))
+    except TargetError as exc:
+        if exc.kind == "not-found":
+            return None
+        raise
+    return _parse(raw)
+
+
+def _parse(raw: bytes) -> ServerRecord | None:
+    try:
+        return ServerRecord.from_dict(json.loads(raw))
+    except (ValueError, KeyError, TypeError):
+        return None  # a torn or foreign file: treated as absent
+
+
+def list_records(target: Target, layout: HostLayout) -> list[ServerRecord]:
+    try:
+        names = target.listdir(layout.run)
+    except TargetError as exc:
+        if exc.kind == "not-found":
+            return []
+        raise
+    out = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            rec = _parse(target.read_bytes(f"{layout.run}/{name}"))
+        except TargetError:
+            continue
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def remove_record(target: Target, layout: HostLayout, record: ServerRecord) -> None:
+    target.remove(layout.record(record.variant))
+    target.remove(record.pid_file)
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    record: ServerRecord
+    #: live pids of its process group / session
+    members: tuple[int, ...]
+    listening: bool
+    #: HTTP status of /health, None when nothing answered (or not asked)
+    health: int | None
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.members)
+
+    @property
+    def state(self) -> str:
+        if not self.alive:
+            return "stale"
+        if self.health == 200:
+            return "healthy"
+        if self.listening:
+            return f"unhealthy ({self.health})" if self.health else "listening"
+        return "starting"
+
+
+def members_of(table: list[ProcInfo], pgid: int) -> tuple[int, ...]:
+    return tuple(sorted(p.pid for p in table if p.alive and pgid in (p.pgid, p.sid)))
+
+
+def statuses(
+    target: Target, records: list[ServerRecord], *, probe: bool = True
+) -> list[ServerStatus]:
+    """Status of each record, with one process-table and one port read for all."""
+    if not records:
+        return []
+    table = process_table(target)
+    ports = listening_ports(target)
+    out = []
+    for rec in records:
+        members = members_of(table, rec.pid)
+        listening = bool(members) and rec.port in ports
+        health = http_status(target, rec.port) if (probe and listening) else None
+        out.append(ServerStatus(rec, members, listening, health))
+    return out
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    record: ServerRecord
+    result: StopResult
+    port_free: bool
+    was_stale: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok and self.port_free
+
+
+def stop_server(
+    target: Target, layout: HostLayout, record: ServerRecord, *, grace: float = 10.0,
+    python: str = "python3",
+) -> StopOutcome:
+    """Stop the whole group, verify no process remains and the port is free,
+    then remove the record (kept when something survived, so a retry can see it)."""
+    result = stop_group(target, record.pid, grace=grace, python=python)
+    port_free = record.port not in listening_ports(target)
+    if result.ok and not port_free:
+        # the port may close a moment after the last process dies
+        import time
+
+        for _ in range(20):
+            time.sleep(0.1)
+            port_free = record.port not in listening_ports(target)
+            if port_free:
+                break
+    outcome = StopOutcome(record, result, port_free, was_stale=result.found == 0)
+    if result.ok:
+        remove_record(target, layout, record)
+    return outcome
+
+
+def stop_servers(
+    target: Target, host: Host, variant: str | None, *, grace: float = 10.0
+) -> list[StopOutcome]:
+    """Stop ``variant`` (or every recorded server when None) on one host."""
+    layout = layout_for(target, host)
+    if variant is not None:
+        rec = load_record(target, layout, variant)
+        records = [rec] if rec is not None else []
+    else:
+        records = list_records(target, layout)
+    return [stop_server(target, layout, r, grace=grace, python=host.python) for r in records]

@@ -1,0 +1,190 @@
+"""What a person sees while a launch runs, and the verdict at the end (rich)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from variantctl.env import Environment
+from variantctl.launch.core import LaunchResult
+from variantctl.launch.report import stop_dict
+from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
+from variantctl.render.output import print_json
+
+#: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
+_ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
+
+
+class ConsoleUI:
+    """Notes on stderr; live progress (phase, elapsed, last line) on a terminal,
+    one line per phase change otherwise (logs, CI, tests)."""
+
+    def __init__(self, env: Environment, *, quiet: bool = False, as_json: bool = False):
+        self.env = env
+        self.quiet = quiet
+        self.as_json = as_json
+        self._status: Any = None
+        self._phase: str | None = None
+        self.shown_verdict = False
+
+    def decided(self, result: LaunchResult) -> None:
+        """Print the verdict the moment it is known (stopping the server comes after)."""
+        self.close()
+        if not self.as_json:
+            print_verdict(self.env, result)
+            self.shown_verdict = True
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def progress(self, progress: Progress) -> None:
+        if self.quiet:
+            return
+        if progress.note:
+            self.note(progress.note)
+            return
+        phase = progress.phase or "starting"
+        if self.env.stderr.is_terminal:
+            from rich.markup import escape
+
+            room = max(10, self.env.stderr.width - len(phase) - 14)
+            last = _ANSI.sub("", progress.last_line).strip()[:room]
+            text = (f"[bold]{escape(phase)}[/] {progress.elapsed:5.1f}s  "
+                    f"[dim]{escape(last)}[/]")
+            if self._status is None:
+                self._status = self.env.stderr.status(text)
+                self._status.start()
+            else:
+                self._status.update(text)
+        elif phase != self._phase:
+            self.note(f"[{progress.elapsed:6.1f}s] phase: {phase}")
+        self._phase = phase
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def result_json(result: LaunchResult) -> dict[str, Any]:
+    o = result.outcome
+    d = o.decision if o else None
+    return {
+        "variant": result.variant,
+        "host": result.host,
+        "verdict": result.verdict,
+        "exit_code": int(result.exit_code),
+        "signature": d.signature if d else None,
+        "message": d.message if d else None,
+        "remediation": d.remediation if d else None,
+        "phase": d.phase if d else None,
+        "evidence": [{"line": n, "text": t} for n, t in (d.evidence if d else [])],
+        "seconds": round(o.time_to_verdict, 3) if o else None,
+        "facts": o.facts if o else {},
+        "expect": [e.to_json() for e in result.expect],
+        "expect_ok": result.expect_ok,
+        "last_lines": o.last_lines[-10:] if o else [],
+        "pid": result.record.pid if result.record else None,
+        "port": result.record.port if result.record else None,
+        "log": result.record.log if result.record else None,
+        "run_dir": str(result.run_dir) if result.run_dir else None,
+        "stopped": stop_dict(result.host, result.stopped) if result.stopped else None,
+        "patches": result.patches,
+        "preflight": result.findings,
+        "reconnects": o.reconnects if o else 0,
+        "notes": result.notes,
+    }
+
+
+def print_result(env: Environment, result: LaunchResult, *, as_json: bool,
+                 verdict_shown: bool = False) -> None:
+    """Everything about a finished launch (the verdict part unless already shown)."""
+    if as_json:
+        print_json(env, result_json(result))
+        return
+    if not verdict_shown:
+        print_verdict(env, result)
+    print_aftermath(env, result)
+
+
+def _sayer(env: Environment) -> Any:
+    def say(text: str) -> None:
+        env.stdout.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    return say
+
+
+def print_verdict(env: Environment, result: LaunchResult) -> None:
+    """The verdict block: what happened, why, the evidence and the fix (or the facts)."""
+    say = _sayer(env)
+    o = result.outcome
+    where = f"{result.variant} on {result.host}"
+    if o is None:
+        rec = result.record
+        say(f"started {where} (pid {rec.pid if rec else '?'}, port {rec.port if rec else '?'}); "
+            f"`variantctl watch {result.variant}` follows it")
+        return
+    d = o.decision
+    if o.verdict == READY:
+        port = result.record.port if result.record else "?"
+        say(f"READY  {where} in {o.time_to_verdict:.1f}s (port {port})")
+        facts = o.facts
+        config = facts.get("config") or {}
+        shown = {k: facts.get(k) for k in ("vllm_version", "engine", "attention_backend",
+                                           "kv_cache_tokens", "max_concurrency")
+                 if facts.get(k) is not None}
+        for key in ("enforce_eager", "disable_custom_all_reduce"):
+            if key in config:
+                shown[key] = config[key]
+        if shown:
+            say("facts: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+        for e in result.expect:
+            mark = "ok " if e.ok else "FAIL"
+            say(f"expect {mark} {e.fact}: expected {e.expected}, log says {e.actual}")
+        if not result.expect_ok:
+            say("the server is up but does not run as the variant expects")
+    elif o.verdict in (FAILED, HANG):
+        label = "FAILED" if o.verdict == FAILED else "HANG"
+        sig = d.signature if d else None
+        say(f"{label} {where} after {o.time_to_verdict:.1f}s: {sig or 'unknown'}"
+            + (f" (phase: {d.phase})" if d and d.phase else ""))
+        if d and d.message:
+            say(f"  {d.message}")
+        for n, text in (d.evidence if d else [])[:6]:
+            say(f"  log:{n}: {text[:300]}")
+        if d and d.remediation:
+            say(f"  fix: {d.remediation}")
+    elif o.verdict == EXITED:
+        say(f"EXITED {where} after {o.time_to_verdict:.1f}s with no known failure signature; "
+            "last lines:")
+        for line in o.last_lines[-10:]:
+            say(f"  | {line[:300]}")
+    elif o.verdict == TIMEOUT:
+        say(f"TIMEOUT {where}: no verdict after {o.time_to_verdict:.0f}s"
+            + (f" (phase: {d.phase})" if d and d.phase else ""))
+        for line in o.last_lines[-5:]:
+            say(f"  | {line[:300]}")
+
+
+def print_aftermath(env: Environment, result: LaunchResult) -> None:
+    """How the server was left, and where the run was archived."""
+    say = _sayer(env)
+    o = result.outcome
+    if o is None:
+        return
+    if result.stopped is not None:
+        s = result.stopped
+        how = "TERM+KILL" if s.result.killed else "TERM"
+        if s.ok:
+            say(f"stopped the server ({s.result.found} process(es), {how}); "
+                f"port {s.record.port} is free")
+        else:
+            say(f"WARNING: could not fully stop the server: {list(s.result.remaining)}")
+    elif o.verdict in (FAILED, HANG, TIMEOUT) and result.record:
+        say(f"kept running (--keep): pid {result.record.pid}; `variantctl stop "
+            f"{result.variant}` ends it")
+    for note in result.notes:
+        say(note)
+    if result.run_dir:
+        say(f"archived: {result.run_dir}")

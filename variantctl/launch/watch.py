@@ -1,0 +1,183 @@
+"""The watch loop: follow a server log on a host, feed the streaming classifier,
+poll ``/health``, and stop at the first verdict.
+
+Verdicts: ``ready`` (``/health`` answered 200), ``failed`` (a failure signature
+matched — decided on the line itself, not when the process exits), ``hang`` (no
+progress for ``stall`` seconds), ``exited`` (the process died with no known
+signature), ``timeout`` (no verdict within ``timeout``).
+
+A dropped SSH connection is not a verdict: the loop reconnects (the server
+keeps running on the host) and continues from the same log offset.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from variantctl.errors import TargetError
+from variantctl.launch.classify import ClassifierAdapter, Decision
+from variantctl.runs.record import ServerRecord
+from variantctl.targets.base import Target
+from variantctl.targets.process import http_status, is_alive, read_from
+
+READY, FAILED, HANG, EXITED, TIMEOUT = "ready", "failed", "hang", "exited", "timeout"
+
+#: seconds between log reads (the fail-fast latency is about this plus one round trip)
+LOG_POLL = 0.2
+#: seconds between /health probes and liveness checks
+HEALTH_POLL = 1.0
+#: how long to keep trying to reconnect a dropped SSH connection
+RECONNECT_FOR = 60.0
+
+
+@dataclass
+class Progress:
+    """What the live display shows."""
+
+    elapsed: float
+    phase: str | None
+    last_line: str
+    lines: int
+    health: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class WatchOutcome:
+    verdict: str
+    decision: Decision | None
+    elapsed: float
+    lines: int
+    last_lines: list[str]
+    #: seconds from start of watching to the verdict (ready: time to ready)
+    time_to_verdict: float
+    #: log line number (1-based) of the decisive line, when there is one
+    decisive_line: int | None = None
+    reconnects: int = 0
+    health: int | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def watch(
+    target: Target,
+    record: ServerRecord,
+    classifier: ClassifierAdapter,
+    *,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    on_progress: Callable[[Progress], None] | None = None,
+    log_poll: float = LOG_POLL,
+    health_poll: float = HEALTH_POLL,
+    reconnect_for: float = RECONNECT_FOR,
+    started: float | None = None,
+) -> WatchOutcome:
+    """Watch ``record``'s server until a verdict (see module docstring)."""
+    t0 = clock() if started is None else started
+    offset = 0
+    partial = b""
+    count = 0
+    last: deque[str] = deque(maxlen=30)
+    next_health = clock()
+    reconnects = 0
+    health: int | None = None
+
+    def outcome(
+        verdict: str, decision: Decision | None, line_no: int | None = None
+    ) -> WatchOutcome:
+        now = clock()
+        return WatchOutcome(
+            verdict=verdict, decision=decision, elapsed=now - t0, lines=count,
+            last_lines=list(last), time_to_verdict=now - t0, decisive_line=line_no,
+            reconnects=reconnects, health=health, facts=classifier.facts(),
+        )
+
+    def feed(data: bytes, final: bool = False) -> Decision | None:
+        nonlocal partial, count, next_health
+        buf = partial + data
+        pieces = buf.split(b"\n")
+        partial = b"" if final else pieces.pop()
+        for raw in pieces:
+            if final and not raw:
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            count += 1
+            last.append(text)
+            decision = classifier.feed(text)
+            if decision is not None:
+                if decision.decisive:
+                    return decision
+                next_health = clock()  # the log says ready: ask /health now
+        return None
+
+    while True:
+        try:
+            chunk = read_from(target, record.log, offset)
+            if chunk:
+                offset += len(chunk)
+                decision = feed(chunk)
+                if decision is not None:
+                    return outcome(decision.verdict, decision, count)
+            decision = classifier.tick()
+            if decision is not None and decision.decisive:
+                return outcome(decision.verdict, decision)
+            now = clock()
+            if now >= next_health:
+                next_health = now + health_poll
+                health = http_status(target, record.port)
+                if health == 200:
+                    return outcome(READY, classifier.ready())
+                if not is_alive(target, record.pid):
+                    # it died: read what it wrote while dying, then decide
+                    rest = read_from(target, record.log, offset)
+                    offset += len(rest)
+                    decision = feed(rest, final=True)
+                    if decision is None:
+                        decision = classifier.exited()
+                    verdict = decision.verdict if decision.decisive else EXITED
+                    return outcome(verdict, decision, count if decision.decisive else None)
+        except TargetError as exc:
+            if exc.kind != "unreachable" or not hasattr(target, "reconnect"):
+                raise
+            _reconnect(target, exc, clock, sleep, reconnect_for, on_progress, t0)
+            reconnects += 1
+            continue
+        if clock() - t0 >= timeout:
+            return outcome(TIMEOUT, classifier.timed_out())
+        if on_progress is not None:
+            on_progress(Progress(clock() - t0, classifier.phase(), last[-1] if last else "",
+                                 count, health))
+        sleep(log_poll)
+
+
+def _reconnect(
+    target: Any,
+    first: TargetError,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    budget: float,
+    on_progress: Callable[[Progress], None] | None,
+    t0: float,
+) -> None:
+    deadline = clock() + budget
+    error: TargetError = first
+    while clock() < deadline:
+        if on_progress is not None:
+            on_progress(Progress(clock() - t0, None, "", 0,
+                                 note=f"connection lost ({error.message}); reconnecting"))
+        try:
+            target.reconnect()
+            return
+        except TargetError as exc:
+            error = exc
+            sleep(1.0)
+    raise TargetError(
+        f"connection lost while watching and not back within {budget:.0f} s: {error.message}",
+        kind="unreachable",
+        host=target.name,
+        hint="the server keeps running on the host; `variantctl watch VARIANT` attaches again",
+    )

@@ -1,0 +1,348 @@
+"""Server processes on any Target (local or SSH): start detached, inspect, stop.
+
+Everything here is written against the Target interface plus POSIX ``sh`` and
+Linux ``/proc`` on the host, so it behaves the same on this machine and over SSH:
+
+- :func:`spawn_detached` starts a script in its own session (``setsid``), stdin
+  from /dev/null and stdout+stderr to a log file, so it survives the SSH
+  connection; the session leader writes its own pid (= process group id) to a
+  pid file before ``exec``-ing the script.
+- :func:`stop_group` sends TERM to the whole process group (vLLM forks an
+  engine core and workers), waits a grace period, sends KILL, then verifies no
+  process of the group or session remains.
+- :func:`listening_ports` reads ``/proc/net/tcp{,6}``; no ``ss``/``netstat`` needed.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from variantctl.errors import TargetError
+from variantctl.targets.base import Target
+from variantctl.targets.ssh import quote_path
+
+#: /proc/net/tcp state code of a listening socket
+_TCP_LISTEN = "0A"
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One process on the host, from ``/proc/<pid>/stat``."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    comm: str
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in ("Z", "X")
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """What :func:`stop_group` did and saw."""
+
+    pgid: int
+    #: processes of the group when we started (0 means it was already gone)
+    found: int
+    #: True when TERM was not enough and KILL was sent
+    killed: bool
+    #: pids still alive at the end (empty on success)
+    remaining: tuple[int, ...]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.remaining
+
+
+def parse_proc_stat(text: str) -> list[ProcInfo]:
+    """Parse concatenated ``/proc/*/stat`` lines (comm may hold spaces and parens)."""
+    out: list[ProcInfo] = []
+    for line in text.splitlines():
+        if "(" not in line or ")" not in line:
+            continue
+        head, _, rest = line.partition(" (")
+        comm, _, tail = rest.rpartition(") ")
+        fields = tail.split()
+        if len(fields) < 4 or not head.strip().isdigit():
+            continue
+        try:
+            out.append(ProcInfo(int(head), int(fields[1]), int(fields[2]), int(fields[3]),
+                                fields[0], comm))
+        except ValueError:
+            continue
+    return out
+
+
+def process_table(target: Target) -> list[ProcInfo]:
+    """Every process on the host."""
+    res = target.run(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"], timeout=30)
+    return parse_proc_stat(res.stdout)
+
+
+def group_members(target: Target, pgid: int) -> list[int]:
+    """Live pids whose process group or session is ``pgid``."""
+    return sorted(
+        p.pid for p in process_table(target) if p.alive and pgid in (p.pgid, p.sid)
+    )
+
+
+def is_alive(target: Target, pid: int) -> bool:
+    """True when ``pid`` runs and is not a zombie (one file read, no process spawned)."""
+    text = _read_proc(target, f"/proc/{int(pid)}/stat")
+    infos = parse_proc_stat(text or "")
+    return bool(infos) and infos[0].alive
+
+
+def _read_proc(target: Target, path: str) -> str | None:
+    """A /proc file's text, None if it does not exist. Read as a file (SFTP over SSH),
+    which is much cheaper than starting a remote process."""
+    try:
+        return read_from(target, path, 0, 1 << 22).decode("utf-8", "replace")
+    except TargetError as exc:
+        if exc.kind in ("not-found", "permission"):
+            return None
+        raise
+
+
+def parse_listening_ports(text: str) -> set[int]:
+    """Ports in LISTEN state from ``/proc/net/tcp`` / ``tcp6`` contents."""
+    ports: set[int] = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or parts[0] == "sl" or parts[3] != _TCP_LISTEN:
+            continue
+        _, _, port_hex = parts[1].rpartition(":")
+        try:
+            ports.add(int(port_hex, 16))
+        except ValueError:
+            continue
+    return ports
+
+
+def listening_ports(target: Target) -> set[int]:
+    """Every TCP port something listens on (IPv4 and IPv6) on the host."""
+    text = "".join(_read_proc(target, p) or "" for p in ("/proc/net/tcp", "/proc/net/tcp6"))
+    return parse_listening_ports(text)
+
+
+def port_in_use(target: Target, port: int) -> bool:
+    return port in listening_ports(target)
+
+
+def spawn_detached(
+    target: Target,
+    script: str,
+    *,
+    log_path: str,
+    pid_path: str,
+    cwd: str | None = None,
+    wait: float = 5.0,
+) -> int:
+    """Run ``sh SCRIPT`` in a new session with output to ``log_path``; return its pid.
+
+    The pid is also the process group and session id, so :func:`stop_group`
+    reaches every child. The environment belongs *inside* the script (sshd
+    drops variables sent over the connection).
+    """
+    pid_q, log_q, script_q = quote_path(pid_path), quote_path(log_path), quote_path(script)
+    cd = f"cd {quote_path(cwd)} && " if cwd else ""
+    inner = f'echo $$ > {pid_q}.tmp && mv {pid_q}.tmp {pid_q} && exec sh {script_q}'
+    ticks = max(1, int(wait / 0.02))
+    cmd = (
+        f"{cd}rm -f {pid_q}; "
+        f"setsid sh -c {_sq(inner)} > {log_q} 2>&1 < /dev/null & "
+        f"i=0; while [ ! -s {pid_q} ] && [ $i -lt {ticks} ]; do sleep 0.02; i=$((i+1)); done; "
+        f"cat {pid_q}"
+    )
+    res = target.run(["sh", "-c", cmd], timeout=wait + 15)
+    text = res.stdout.strip()
+    if not res.ok or not text.isdigit():
+        raise TargetError(
+            f"could not start {script}: {res.stderr.strip() or 'no pid file written'}",
+            kind="other",
+            host=target.name,
+        )
+    return int(text)
+
+
+def signal_group(target: Target, pgid: int, sig: str) -> None:
+    """``kill -SIG -- -PGID`` (a gone group is not an error)."""
+    target.run(["sh", "-c", f"kill -{sig} -- -{int(pgid)} 2>/dev/null; true"], timeout=15)
+
+
+_STOP_SCRIPT = r"""
+import json, os, signal, sys, time
+pg, grace, poll = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+def members():
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if f[0] not in ("Z", "X") and pg in (int(f[2]), int(f[3])):
+            out.append(int(d))
+    return sorted(out)
+def send(sig, pids):
+    try:
+        os.killpg(pg, sig)
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+t0 = time.monotonic()
+m = members()
+found, killed = len(m), False
+if m:
+    send(signal.SIGTERM, m)
+    while m and time.monotonic() - t0 < grace:
+        time.sleep(poll)
+        m = members()
+    if m:
+        killed = True
+        send(signal.SIGKILL, m)
+        end = time.monotonic() + 5
+        while m and time.monotonic() < end:
+            time.sleep(poll)
+            m = members()
+print(json.dumps({"found": found, "killed": killed, "remaining": m,
+                  "seconds": time.monotonic() - t0}))
+"""
+
+
+def stop_group(
+    target: Target, pgid: int, *, grace: float = 10.0, poll: float = 0.05, clock: Any = None,
+    python: str = "python3",
+) -> StopResult:
+    """TERM the process group, KILL what is left after ``grace`` seconds, verify.
+
+    Also catches processes that left the group but stayed in the session. Runs as
+    one small Python program on the host (one SSH round trip instead of one per
+    poll); without a usable Python there, falls back to polling from here.
+    """
+    import json
+
+    now = clock or time.monotonic
+    t0 = now()
+    try:
+        res = target.run([python, "-c", _STOP_SCRIPT, str(int(pgid)), f"{grace:g}", f"{poll:g}"],
+                         timeout=grace + 30)
+        if res.ok:
+            data = json.loads(res.stdout.strip().splitlines()[-1])
+            return StopResult(pgid, int(data["found"]), bool(data["killed"]),
+                              tuple(int(p) for p in data["remaining"]), now() - t0)
+    except (TargetError, ValueError, IndexError, KeyError):
+        pass
+    return _stop_group_polling(target, pgid, grace=grace, poll=max(poll, 0.1), now=now)
+
+
+def _stop_group_polling(
+    target: Target, pgid: int, *, grace: float, poll: float, now: Any
+) -> StopResult:
+    t0 = now()
+    members = group_members(target, pgid)
+    if not members:
+        return StopResult(pgid, 0, False, (), now() - t0)
+    found = len(members)
+    _signal_pids(target, pgid, members, "TERM")
+    deadline = t0 + grace
+    while members and now() < deadline:
+        time.sleep(poll)
+        members = group_members(target, pgid)
+    killed = False
+    if members:
+        killed = True
+        _signal_pids(target, pgid, members, "KILL")
+        kill_deadline = now() + 5.0
+        while members and now() < kill_deadline:
+            time.sleep(poll)
+            members = group_members(target, pgid)
+    return StopResult(pgid, found, killed, tuple(members), now() - t0)
+
+
+def _signal_pids(target: Target, pgid: int, pids: Iterable[int], sig: str) -> None:
+    listed = " ".join(str(int(p)) for p in pids)
+    target.run(
+        ["sh", "-c", f"kill -{sig} -- -{int(pgid)} 2>/dev/null; kill -{sig} {listed} 2>/dev/null;"
+         " true"],
+        timeout=15,
+    )
+
+
+def read_from(target: Target, path: str, offset: int, limit: int = 1 << 20) -> bytes:
+    """Bytes of a (growing) file from ``offset``; b"" when nothing new."""
+    reader = getattr(target, "read_from", None)
+    if reader is not None:
+        data: bytes = reader(path, offset, limit)
+        return data
+    from variantctl.targets.local import LocalTarget
+
+    if isinstance(target, LocalTarget):
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read(limit)
+        except OSError as exc:
+            from variantctl.targets.base import error_from_oserror
+
+            raise error_from_oserror(exc, host=target.name, path=path) from None
+    res = target.run(["sh", "-c", f"tail -c +{offset + 1} {quote_path(path)} | head -c {limit}"])
+    return res.stdout.encode()
+
+
+def http_status(
+    target: Target, port: int, path: str = "/health", *, timeout: float = 2.0,
+    address: str = "127.0.0.1",
+) -> int | None:
+    """HTTP status of ``GET path`` on ``address:port`` *as seen from the host*,
+    or None when nothing answers. Over SSH this is a direct-tcpip channel, so
+    the server's port need not be reachable from here."""
+    opener = getattr(target, "open_tcp", None)
+    try:
+        if opener is not None:
+            sock = opener(port, address, timeout)
+        else:
+            sock = socket.create_connection((address, port), timeout=timeout)
+    except (OSError, EOFError):
+        return None
+    try:
+        request = f"GET {path} HTTP/1.0\r\nHost: {address}:{port}\r\nConnection: close\r\n\r\n"
+        sock.sendall(request.encode())
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while b"\r\n" not in buf and len(buf) < 4096 and time.monotonic() < deadline:
+            piece = sock.recv(4096)
+            if not piece:
+                break
+            buf += piece
+        parts = buf.split(b" ", 2)
+        if len(parts) >= 2 and parts[0].startswith(b"HTTP/") and parts[1].isdigit():
+            return int(parts[1])
+        return None
+    except (OSError, EOFError):
+        return None
+    finally:
+        with suppress(Exception):  # closing a dead channel must not mask the result
+            sock.close()
+
+
+def _sq(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
