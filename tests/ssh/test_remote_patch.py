@@ -140,3 +140,51 @@ def test_launch_requires_patchsets_on_the_host(run_cli, tmp_path: Path, ssh_lab:
         assert {f["sha256"] for f in patches["files"]} == {hashlib.sha256(after).hexdigest()}
     finally:
         run_cli(["stop", "fake-patched"], project=project)
+
+
+def test_apply_on_several_hosts_in_parallel(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # type: ignore[no-untyped-def]
+    """--hosts: each host is its own transaction; an unreachable one does not stop the others."""
+    before = (CASE / "before.py").read_bytes()
+    after = (CASE / "after.py").read_bytes()
+    project = tmp_path / "project"
+    (project / "variants").mkdir(parents=True)
+    (project / "patchsets").mkdir()
+    shutil.copy(REPO / "patchsets" / "eager-allreduce.yaml", project / "patchsets")
+    roots = {alias: make_root(tmp_path / alias / "lib") for alias in ("gpu1", "gpu2")}
+    dead_port = free_port()
+    (project / "variants" / "hosts.yaml").write_text(
+        "".join(
+            f"{alias}:\n  ssh:\n    alias: {alias}\n    config: {ssh_lab.ssh_config}\n"
+            f"  python: {sys.executable}\n  workdir: {tmp_path / alias / 'work'}\n"
+            f"  site_roots: [{root}]\n"
+            for alias, root in roots.items()
+        )
+        + f"down:\n  ssh:\n    host: 127.0.0.1\n    port: {dead_port}\n    user: root\n"
+        f"    config: {ssh_lab.ssh_config}\n  site_roots: [/nonexistent]\n"
+    )
+
+    res = run_cli(["apply", "eager-allreduce", "--hosts", "gpu1,down,gpu2", "--json"],
+                  project=project)
+    assert res.code == 4, res.output  # ExitCode.UNREACHABLE outranks the successes
+    results = json.loads(res.stdout)
+    assert [r["host"] for r in results] == ["gpu1", "down", "gpu2"]
+    assert results[1]["result"] is None and "down" in results[1]["error"]
+    for r in (results[0], results[2]):
+        assert r["error"] is None
+        assert {f["action"] for f in r["result"]["files"]} == {"applied"}, r
+    for root in roots.values():
+        assert (root / REL).read_bytes() == after
+
+    # the table view names each host; status agrees per host
+    st = run_cli(["status", "eager-allreduce", "--hosts", "gpu1,gpu2"], project=project)
+    assert st.code == 0, st.output
+    assert "host gpu1" in st.stdout and "host gpu2" in st.stdout
+
+    rb = run_cli(["rollback", "eager-allreduce", "--hosts", "gpu1,gpu2"], project=project)
+    assert rb.code == 0, rb.output
+    for root in roots.values():
+        assert (root / REL).read_bytes() == before
+
+    bad = run_cli(["apply", "eager-allreduce", "--hosts", "gpu1", "--root", "/x"],
+                  project=project)
+    assert bad.code == 2 and "cannot be combined with --hosts" in bad.stderr

@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import host_target, load, paused_gc, root_options, roots_for
+from variantctl.cli.patchcommon import (
+    load,
+    render_per_host,
+    root_options,
+    roots_for,
+    run_per_host,
+)
 from variantctl.env import Environment
 
 
@@ -17,8 +23,9 @@ from variantctl.env import Environment
               help="Backup file name, e.g. '{file}.bak_{date}_{slug}' (default: the patchset's).")
 @json_option
 @pass_env
-def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str, dry_run: bool,
-          backup_template: str | None, as_json: bool) -> None:
+def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
+          hosts_csv: str | None, dry_run: bool, backup_template: str | None,
+          as_json: bool) -> None:
     """Apply patchset NAME to every root, as one transaction (backups, ledger, lock)."""
     from variantctl.cli import finish
     from variantctl.targets.patchrun import execute_apply
@@ -31,16 +38,13 @@ def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str, d
         problem = _template_problem(backup_template)
         if problem:
             raise VariantctlError(f"--backup-template: {problem}")
-    with paused_gc(), host_target(env, host_name, roots) as (host, target):
-        report = execute_apply(target, roots_for(env, host, target, ps, roots), ps,
-                               now=env.now(), dry_run=dry_run, backup_template=backup_template)
-    if as_json:
-        from variantctl.render.output import print_json
+    from variantctl.render.patching import print_report
 
-        print_json(env, report.to_json())
-    else:
-        from variantctl.render.patching import print_report
-
-        print_report(env, report)
-    if report.exit_code:
-        finish(report.exit_code)
+    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_apply(
+        target, roots_for(env, host, target, ps, roots), ps,
+        now=env.now(), dry_run=dry_run, backup_template=backup_template))
+    code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
+                           to_json=lambda r: r.to_json(), render=lambda r: print_report(env, r),
+                           exit_code=lambda r: r.exit_code)
+    if code:
+        finish(code)

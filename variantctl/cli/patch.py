@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.cli.patchcommon import (
-    host_target,
     load,
-    paused_gc,
+    render_per_host,
     root_options,
     roots_for,
+    run_per_host,
 )
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.targets.patchrun import RunReport
 
 
 @click.group()
@@ -87,43 +92,55 @@ def show(env: Environment, name: str, as_json: bool) -> None:
 @json_option
 @pass_env
 def diff(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
-         as_json: bool) -> None:
+         hosts_csv: str | None, as_json: bool) -> None:
     """The unified diff `apply NAME` would write, per root (nothing is written)."""
     from variantctl.cli import finish
-    from variantctl.patching.plan import unified_diff
-    from variantctl.render.patching import display_path
     from variantctl.targets.patchrun import execute_apply
 
     ps = load(env, name)
-    with paused_gc(), host_target(env, host_name, roots) as (host, target):
-        report = execute_apply(target, roots_for(env, host, target, ps, roots), ps,
-                               now=env.now(), dry_run=True)
-    diffs = {}
+    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_apply(
+        target, roots_for(env, host, target, ps, roots), ps, now=env.now(), dry_run=True))
+    code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
+                           to_json=lambda r: _diff_json(env, r),
+                           render=lambda r: _print_diffs(env, r),
+                           exit_code=lambda r: r.exit_code)
+    if code:
+        finish(code)
+
+
+def _diffs(env: Environment, report: RunReport) -> dict[str, str]:
+    from variantctl.patching.plan import unified_diff
+    from variantctl.render.patching import display_path
+
+    return {
+        f.path: unified_diff(f.before, f.after, display_path(env, f.path))
+        for f in report.files
+        if f.before is not None and f.after is not None
+    }
+
+
+def _diff_json(env: Environment, report: RunReport) -> dict[str, Any]:
+    diffs = _diffs(env, report)
+    data = report.to_json()
+    for item in data["files"]:
+        item["diff"] = diffs.get(item["path"], "")
+    return data
+
+
+def _print_diffs(env: Environment, report: RunReport) -> None:
+    from rich.markup import escape
+
+    from variantctl.render.patching import print_diff, print_recovered, print_report
+
+    diffs = _diffs(env, report)
+    if not report.exit_code:
+        print_recovered(env, report)  # print_report shows them otherwise
     for f in report.files:
-        if f.before is not None and f.after is not None:
-            diffs[f.path] = unified_diff(f.before, f.after, display_path(env, f.path))
-    if as_json:
-        from variantctl.render.output import print_json
-
-        data = report.to_json()
-        for item in data["files"]:
-            item["diff"] = diffs.get(item["path"], "")
-        print_json(env, data)
-    else:
-        from rich.markup import escape
-
-        from variantctl.render.patching import print_diff, print_recovered, print_report
-
-        if not report.exit_code:
-            print_recovered(env, report)  # print_report shows them otherwise
-        for f in report.files:
-            if f.path in diffs:
-                env.stdout.print(f"[bold]# {escape(f.root)}[/]", highlight=False)
-                print_diff(env, diffs[f.path])
-            elif f.action == "unchanged":
-                env.stdout.print(f"# {f.root}: {f.module} already applied, no change",
-                                 highlight=False, markup=False)
-        if report.exit_code:
-            print_report(env, report)
+        if f.path in diffs:
+            env.stdout.print(f"[bold]# {escape(f.root)}[/]", highlight=False)
+            print_diff(env, diffs[f.path])
+        elif f.action == "unchanged":
+            env.stdout.print(f"# {f.root}: {f.module} already applied, no change",
+                             highlight=False, markup=False)
     if report.exit_code:
-        finish(report.exit_code)
+        print_report(env, report)

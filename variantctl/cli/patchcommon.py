@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import click
 
 from variantctl.env import Environment
+from variantctl.errors import VariantctlError
 
 if TYPE_CHECKING:
     from variantctl.config.hosts import Host
@@ -16,10 +18,16 @@ if TYPE_CHECKING:
     from variantctl.targets.base import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 def root_options(func: F) -> F:
-    """``--root DIR`` (repeatable) and ``--host NAME``."""
+    """``--root DIR`` (repeatable), ``--host NAME`` and ``--hosts A,B``."""
+    func = click.option(
+        "--hosts", "hosts_csv", metavar="A,B",
+        help="Several hosts, in parallel, one result each (a failing host does not stop the "
+        "others).",
+    )(func)
     func = click.option(
         "--root", "roots", multiple=True, metavar="DIR",
         help="A directory holding the module (repeatable). Default: the host's site_roots, "
@@ -87,3 +95,89 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+@dataclass(frozen=True)
+class HostRun(Generic[R]):
+    """One host's result of a patch command, or the error that stopped that host."""
+
+    host: str
+    value: R | None = None
+    error: VariantctlError | None = None
+
+
+def run_per_host(
+    env: Environment,
+    host_name: str,
+    hosts_csv: str | None,
+    roots: Sequence[str],
+    work: Callable[[Host | None, Target], R],
+) -> list[HostRun[R]]:
+    """Run ``work`` on ``--host`` (errors propagate) or on every ``--hosts`` host in parallel.
+
+    With ``--hosts`` each host gets one connection and its own result; an
+    unreachable host is reported beside the others' results.
+    """
+    if not hosts_csv:
+        with paused_gc(), host_target(env, host_name, roots) as (host, target):
+            return [HostRun(host_name, work(host, target))]
+    if roots:
+        raise VariantctlError("--root names directories on one host; it cannot be combined "
+                              "with --hosts", hint="configure site_roots per host in hosts.yaml")
+    if host_name != "local":
+        raise VariantctlError("give --host or --hosts, not both")
+    from variantctl.launch.selection import select_hosts
+    from variantctl.targets.connect import on_hosts
+
+    hosts = select_hosts(env, None, hosts_csv)
+    with paused_gc():
+        outcomes = on_hosts(hosts, work)
+    return [HostRun(o.host.name, o.value, o.error) for o in outcomes]
+
+
+def render_per_host(
+    env: Environment,
+    runs: list[HostRun[R]],
+    *,
+    multi: bool,
+    as_json: bool,
+    to_json: Callable[[R], Any],
+    render: Callable[[R], None],
+    exit_code: Callable[[R], int],
+) -> int:
+    """Print each host's result (a header per host with ``--hosts``); the worst exit code."""
+    from variantctl.render.output import print_json
+
+    if not multi:
+        value = runs[0].value
+        assert value is not None
+        if as_json:
+            print_json(env, to_json(value))
+        else:
+            render(value)
+        return exit_code(value)
+    codes: list[int] = []
+    if as_json:
+        print_json(env, [
+            {"host": r.host, "result": to_json(r.value) if r.value is not None else None,
+             "error": r.error.message if r.error else None}
+            for r in runs
+        ])
+    for r in runs:
+        if not as_json:
+            env.stdout.rule(f"host {r.host}", align="left")
+        if r.error is not None:
+            if not as_json:
+                env.stdout.print(f"error: {r.error.message}", markup=False, highlight=False)
+            codes.append(r.error.exit_code)
+            continue
+        assert r.value is not None
+        if not as_json:
+            render(r.value)
+        codes.append(exit_code(r.value))
+    return max(codes, key=_severity, default=0)
+
+
+def _severity(code: int) -> int:
+    # a host we could not reach outranks usage problems, which outrank conflicts
+    return {0: 0, 3: 1, 1: 2, 2: 3, 4: 4}.get(code, 5)

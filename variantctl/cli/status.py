@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import host_target, load, paused_gc, root_options, roots_for
+from variantctl.cli.patchcommon import (
+    load,
+    render_per_host,
+    root_options,
+    roots_for,
+    run_per_host,
+)
 from variantctl.env import Environment
 
 
@@ -15,7 +21,7 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name: str,
-           as_json: bool) -> None:
+           hosts_csv: str | None, as_json: bool) -> None:
     """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
 
     Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
@@ -34,21 +40,19 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
                             hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
     patchsets = [load(env, n) for n in names]
     cache = JsonStateCache(env.cache_dir / "patch-status.json")
-    reports = []
-    with paused_gc(), host_target(env, host_name, roots) as (host, target):
-        for ps in patchsets:
-            reports.append(execute_status(target, roots_for(env, host, target, ps, roots), ps,
-                                          cache=cache))
+    from variantctl.render.patching import print_status
+
+    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: [
+        execute_status(target, roots_for(env, host, target, ps, roots), ps, cache=cache)
+        for ps in patchsets
+    ])
     cache.save()
-    if as_json:
-        from variantctl.render.output import print_json
-
-        print_json(env, [r.to_json() for r in reports])
-    else:
-        from variantctl.render.patching import print_status
-
-        print_status(env, reports)
-    code = max((r.exit_code for r in reports), default=0, key=_severity)
+    code = render_per_host(
+        env, runs, multi=bool(hosts_csv), as_json=as_json,
+        to_json=lambda reports: [r.to_json() for r in reports],
+        render=lambda reports: print_status(env, reports),
+        exit_code=lambda reports: max((r.exit_code for r in reports), default=0, key=_severity),
+    )
     if code:
         finish(code)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,14 @@ class JsonStateCache(StateCache):
         self.path = path
         self._data: dict[str, Any] | None = None
         self._dirty = False
+        # `status --hosts a,b` consults one cache from several threads
+        self._lock = threading.RLock()
 
     def _load(self) -> dict[str, Any]:
+        with self._lock:
+            return self._load_unlocked()
+
+    def _load_unlocked(self) -> dict[str, Any]:
         if self._data is None:
             try:
                 loaded = json.loads(self.path.read_text("utf-8"))
@@ -39,11 +46,12 @@ class JsonStateCache(StateCache):
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        data = self._load()
-        data[key] = value
-        while len(data) > MAX_ENTRIES:
-            data.pop(next(iter(data)))
-        self._dirty = True
+        with self._lock:
+            data = self._load_unlocked()
+            data[key] = value
+            while len(data) > MAX_ENTRIES:
+                data.pop(next(iter(data)))
+            self._dirty = True
 
     def save(self) -> None:
         """Write the cache atomically; a cache that cannot be written is simply not kept."""
