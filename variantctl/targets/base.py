@@ -56,9 +56,10 @@ class Target(Protocol):
         partial file at ``path`` (the temp file is removed on failure)."""
         ...
 
-    def write_new(self, path: str, data: bytes) -> None:
-        """Create ``path`` with ``data``; kind ``exists`` if it is already there.
-        Written atomically (temp + fsync + link), so a crash leaves no partial file."""
+    def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        """Create ``path`` with ``data`` (and permission bits ``mode``); kind ``exists``
+        if it is already there. Written atomically (temp + fsync + link), so a crash
+        leaves no partial file."""
         ...
 
     def rename(self, src: str, dst: str) -> None:

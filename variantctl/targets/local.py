@@ -65,11 +65,13 @@ class LocalTarget:
             _unlink_quietly(tmp)
             raise error_from_oserror(exc, host=self.name, path=path) from None
 
-    def write_new(self, path: str, data: bytes) -> None:
+    def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         if os.path.lexists(path):
             raise TargetError("already exists", kind="exists", host=self.name, path=path)
         tmp = self._write_temp(path, data)
         try:
+            if mode is not None:
+                os.chmod(tmp, mode)
             # link() fails if path appeared meanwhile: never clobbers a backup
             os.link(tmp, path)
             _fsync_dir(os.path.dirname(path) or ".")

@@ -416,7 +416,10 @@ def _transaction(target: Target, action: str, patchset: Patchset, roots: list[st
         if action == "apply":
             for e in edits:
                 if e.backup and not e.backup_exists:
-                    target.write_new(e.backup, e.before)
+                    # the backup keeps the original's permission bits (it may be restored)
+                    st = target.stat(e.outcome.path)
+                    target.write_new(e.backup, e.before,
+                                     mode=st.mode & 0o7777 if st is not None else None)
                     backups_made.append(e.backup)
         for e in edits:
             target.write_atomic(e.outcome.path, e.after)

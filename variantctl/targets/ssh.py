@@ -393,11 +393,11 @@ class SshTarget:
                 sftp.remove(tmp)
             raise self._err(exc, path) from None
 
-    def write_new(self, path: str, data: bytes) -> None:
+    def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         p = self.path(path)
         if self.stat(p) is not None:
             raise TargetError("already exists", kind="exists", host=self.name, path=path)
-        tmp = self._write_temp(p, data, None)
+        tmp = self._write_temp(p, data, mode)
         sftp = self.sftp()
         try:
             # hardlink@openssh.com fails if the name appeared meanwhile: never clobbers

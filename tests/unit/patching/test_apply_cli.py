@@ -56,6 +56,8 @@ def test_full_cycle_status_diff_apply_status_rollback(project, make_roots, run_c
         assert rec.backup == str(bak) and rec.tool_version
         assert not (root / ".variantctl" / "journal.json").exists()
     assert stat.S_IMODE(os.stat(roots[0] / REL).st_mode) == 0o640
+    # the backup keeps the original's permission bits, so restoring it changes nothing else
+    assert stat.S_IMODE(os.stat(backups(roots[0])[0]).st_mode) == 0o640
 
     r = run_cli(["apply", "eager-allreduce", *args], project=project)
     assert r.code == 0
