@@ -7,6 +7,7 @@ deepdiff or rich at start-up).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from importlib import import_module
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
 # name -> (module, attribute, one-line help). The help is duplicated here on
 # purpose: listing commands must not import them.
 COMMANDS: dict[str, tuple[str, str, str]] = {}
+
+#: commands that finish in about a second; every other one runs with the cyclic
+#: garbage collector on (the entry point starts with it paused, see __main__.py)
+SHORT_LIVED = frozenset(
+    {"patch", "apply", "status", "rollback", "list", "show", "render", "diff", "check",
+     "classify"}
+)
 
 
 def register(name: str, module: str, attr: str, short_help: str) -> None:
@@ -60,6 +68,8 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(cmd_name)
         if entry is None or not _module_exists(entry[0]):
             return None
+        if cmd_name not in SHORT_LIVED:
+            gc.enable()
         module = import_module(entry[0])
         cmd = getattr(module, entry[1])
         assert isinstance(cmd, click.Command)

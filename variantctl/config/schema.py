@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ _MISSING: Any = object()
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """``did you mean 'x'?`` for the closest of ``choices``, or None."""
+    import difflib  # only needed on the error path
+
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
 

@@ -380,6 +380,52 @@ def _rebuild(node: cst.CSTNode, swaps: dict[int, cst.CSTNode], ancestors: set[in
     return node.with_changes(**changes) if changes else node
 
 
+def _splice(module: cst.Module, text: str, swaps: dict[int, cst.CSTNode], ancestors: set[int],
+            chains: Sequence[Chain]) -> str | None:
+    """The patched text, generating code for the changed statements only.
+
+    Regenerating a 3,300-line module costs as much as a third of parsing it.
+    Instead, each changed simple statement is generated twice (as found, and
+    rebuilt), in the indentation context of its enclosing blocks, and the
+    unique occurrence of the old text is replaced by the new. libcst
+    round-trips exactly, so the statement's code *is* a substring of the file
+    at its position; when it is not unique (or the statement is not a simple
+    one, or is the file's last line) this returns None and the caller
+    regenerates the whole module. The result is compiled by the caller either way.
+    """
+    from libcst._nodes.internal import CodegenState
+
+    statements: dict[int, tuple[cst.SimpleStatementLine, list[str]]] = {}
+    for chain in chains:
+        indents: list[str] = []
+        stmt: cst.SimpleStatementLine | None = None
+        for node in chain:
+            if isinstance(node, cst.IndentedBlock):
+                indents.append(module.default_indent if node.indent is None else node.indent)
+            elif isinstance(node, cst.SimpleStatementLine):
+                stmt = node
+                break
+        if stmt is None:
+            return None  # e.g. in a compound statement's header: regenerate everything
+        statements[id(stmt)] = (stmt, indents)
+
+    def code(node: cst.CSTNode, indents: list[str]) -> str:
+        state = CodegenState(default_indent=module.default_indent,
+                             default_newline=module.default_newline,
+                             indent_tokens=list(indents))
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    out = text
+    for stmt, indents in statements.values():
+        old = code(stmt, indents)
+        new = code(_rebuild(stmt, swaps, ancestors), indents)
+        if out.count(old) != 1:
+            return None
+        out = out.replace(old, new, 1)
+    return out
+
+
 # -- analysis -----------------------------------------------------------------
 
 
@@ -450,6 +496,7 @@ def analyze(
     found: list[tuple[Operation, list[_Candidate], str, str]] = []
     swaps: dict[int, cst.CSTNode] = {}
     ancestors: set[int] = set()
+    swapped_chains: list[Chain] = []
     changed: list[str] = []
     custom_states: list[tuple[Operation, str, str]] = []
     for op in ops:
@@ -468,13 +515,18 @@ def analyze(
                 if c.kind == source_kind:
                     swaps[id(c.node)] = _replacement(new_text, c.chain[-1] if c.chain else None)
                     ancestors.update(id(a) for a in c.chain)
+                    swapped_chains.append(c.chain)
             changed.append(op.id)
 
     new_module = module
+    spliced: str | None = None
     if swaps:
-        rebuilt = _rebuild(module, swaps, ancestors)
-        assert isinstance(rebuilt, cst.Module)
-        new_module = rebuilt
+        if not any(state == (APPLIED if reverse else PRISTINE) for _, state, _ in custom_states):
+            spliced = _splice(module, text, swaps, ancestors, swapped_chains)
+        if spliced is None:
+            rebuilt = _rebuild(module, swaps, ancestors)
+            assert isinstance(rebuilt, cst.Module)
+            new_module = rebuilt
     for op, state, _ in custom_states:
         if state == (APPLIED if reverse else PRISTINE):
             try:
@@ -503,7 +555,7 @@ def analyze(
     overall = combine(s.state for s in states)
     if not changed:
         return FileAnalysis(digest, overall, states)
-    new_text = new_module.code
+    new_text = spliced if spliced is not None else new_module.code
     try:
         compile(new_text, display, "exec", dont_inherit=True)
     except SyntaxError as exc:

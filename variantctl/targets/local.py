@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -160,6 +159,8 @@ class LocalTarget:
         timeout: float | None = None,
         input: bytes | None = None,
     ) -> RunResult:
+        import subprocess  # only for commands that run programs (a few ms of start-up)
+
         full_env = dict(os.environ)
         if env:
             full_env.update(env)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,3 +312,79 @@ def test_broken_custom_transformer_is_an_error_not_a_crash(tmp_path: Path) -> No
     plan = plan_apply(ps, [SourceFile("/r", "pkg.mod", "/r/pkg/mod.py", OPS_MODULE.encode())])
     assert plan.files[0].action == "error"
     assert plan.files[0].message.startswith("c: ")
+
+
+def _full_codegen(ops: tuple[Operation, ...], data: bytes, monkeypatch: pytest.MonkeyPatch
+                  ) -> bytes | None:
+    """The same analysis with the statement splice switched off (whole-module codegen)."""
+    from variantctl.patching import engine
+
+    with monkeypatch.context() as m:
+        m.setattr(engine, "_splice", lambda *a, **k: None)
+        return analyze(ops, data).new_data
+
+
+@contextmanager
+def _spied_splice(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
+    """Record what each call of the statement splice returned."""
+    from variantctl.patching import engine
+
+    calls: list[str | None] = []
+    real = engine._splice
+
+    def spy(*args: Any, **kwargs: Any) -> str | None:
+        out = real(*args, **kwargs)
+        calls.append(out)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(engine, "_splice", spy)
+        yield calls
+
+
+SPLICE_SOURCE = (
+    "class EngineArgs:\r\n"
+    "\tdef create_model_config(self):\r\n"
+    "\t\tif self.x:\r\n"
+    "\t\t\t# a comment that stays\r\n"
+    "\t\t\treturn ModelConfig(\r\n"
+    "\t\t\t\tmodel=self.model,\r\n"
+    "\t\t\t\tenforce_eager=True,  # vendor\r\n"
+    "\t\t\t)\r\n"
+    "\t\treturn ModelConfig(model=1, enforce_eager=True)\r\n"
+)
+
+
+def test_statement_splice_equals_whole_module_codegen(eager: Patchset, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tabs, CRLF, nested blocks, comments: the splice gives the whole-module codegen's bytes."""
+    (tmp_path / "p.yaml").write_text(
+        "name: p\nmodule: m\noperations:\n"
+        "  - {op: set-keyword, callee: ModelConfig, within: [EngineArgs.create_model_config],\n"
+        "     keyword: enforce_eager, from: 'True', to: self.enforce_eager, count: 2}\n")
+    ps = load_patchset_file(tmp_path / "p.yaml")
+    data = SPLICE_SOURCE.encode()
+    with _spied_splice(monkeypatch) as calls:
+        spliced = analyze(ps.operations, data).new_data
+    assert spliced is not None and calls and None not in calls  # the splice did the work
+    assert spliced == _full_codegen(ps.operations, data, monkeypatch)
+    assert spliced.count(b"enforce_eager=self.enforce_eager") == 2
+    assert b"# a comment that stays\r\n" in spliced and b"# vendor\r\n" in spliced
+    for case in CASES:
+        before = (EAGER / case / "before.py").read_bytes()
+        assert analyze(eager.operations, before).new_data == _full_codegen(
+            eager.operations, before, monkeypatch)
+
+
+def test_statement_splice_falls_back_when_the_statement_is_not_unique(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same statement text twice in the file: regenerate the module instead of guessing."""
+    (tmp_path / "p.yaml").write_text(
+        "name: p\nmodule: m\noperations:\n"
+        "  - {op: set-keyword, callee: f, within: [b], keyword: k, from: '1', to: '2'}\n")
+    ps = load_patchset_file(tmp_path / "p.yaml")
+    src = "def a():\n    x = f(k=1)\n\n\ndef b():\n    x = f(k=1)\n"
+    with _spied_splice(monkeypatch) as calls:
+        result = analyze(ps.operations, src.encode())
+    assert calls == [None]  # not unique: the splice declined
+    assert result.new_data == b"def a():\n    x = f(k=1)\n\n\ndef b():\n    x = f(k=2)\n"
