@@ -480,6 +480,37 @@ def _undo(target: Target, written: list[_Edit], backups: list[str],
 # -- apply -----------------------------------------------------------------------
 
 
+@contextmanager
+def _session(target: Target, roots: Sequence[str], patchset: Patchset, report: RunReport, *,
+             dry_run: bool, lock_timeout: float) -> Iterator[list[SourceFile] | None]:
+    """The start apply and rollback share: every root holds the module, the roots are
+    locked and an interrupted earlier run is repaired (a dry run only reports it), and
+    the sources are read. Yields None when ``report`` already says why nothing can be
+    done; the locks are held until the context ends."""
+    absent = _absent_roots(target, roots, patchset)
+    if absent:
+        report.files.extend(absent)
+        report.exit_code = ExitCode.USAGE
+        yield None
+        return
+    with ExitStack() as stack:
+        if not dry_run:
+            try:
+                stack.enter_context(_locked(target, roots, lock_timeout))
+                for root in roots:
+                    report.recovered.extend(recover(target, root))
+            except TargetError as exc:
+                report.error = exc.message
+                report.exit_code = exc.exit_code
+                yield None
+                return
+        else:
+            report.recovered.extend(_pending(target, roots))
+        sources, problems = _read_sources(target, roots, patchset)
+        report.files.extend(problems)
+        yield sources
+
+
 def execute_apply(
     target: Target,
     roots: Sequence[str],
@@ -500,25 +531,10 @@ def execute_apply(
     roots = _normalise_roots(roots)
     report = RunReport("apply", patchset.name, target.name, roots, dry_run=dry_run)
     template = backup_template or patchset.backup_template
-    absent = _absent_roots(target, roots, patchset)
-    if absent:
-        report.files.extend(absent)
-        report.exit_code = ExitCode.USAGE
-        return report
-    with ExitStack() as stack:
-        if not dry_run:
-            try:
-                stack.enter_context(_locked(target, roots, lock_timeout))
-                for root in roots:
-                    report.recovered.extend(recover(target, root))
-            except TargetError as exc:
-                report.error = exc.message
-                report.exit_code = exc.exit_code
-                return report
-        else:
-            report.recovered.extend(_pending(target, roots))
-        sources, problems = _read_sources(target, roots, patchset)
-        report.files.extend(problems)
+    with _session(target, roots, patchset, report, dry_run=dry_run,
+                  lock_timeout=lock_timeout) as sources:
+        if sources is None:
+            return report
         # what this patchset (same fingerprint) wrote last, unchanged since: already applied,
         # known without parsing
         ledgers = {root: read_ledger(target, root) for root in {s.root for s in sources}}
@@ -602,25 +618,10 @@ def execute_rollback(
 
     roots = _normalise_roots(roots)
     report = RunReport("rollback", patchset.name, target.name, roots, dry_run=dry_run)
-    absent = _absent_roots(target, roots, patchset)
-    if absent:
-        report.files.extend(absent)
-        report.exit_code = ExitCode.USAGE
-        return report
-    with ExitStack() as stack:
-        if not dry_run:
-            try:
-                stack.enter_context(_locked(target, roots, lock_timeout))
-                for root in roots:
-                    report.recovered.extend(recover(target, root))
-            except TargetError as exc:
-                report.error = exc.message
-                report.exit_code = exc.exit_code
-                return report
-        else:
-            report.recovered.extend(_pending(target, roots))
-        sources, problems = _read_sources(target, roots, patchset)
-        report.files.extend(problems)
+    with _session(target, roots, patchset, report, dry_run=dry_run,
+                  lock_timeout=lock_timeout) as sources:
+        if sources is None:
+            return report
         ledgers = {root: read_ledger(target, root) for root in roots}
         # A file that still has the sha256 we wrote, with an intact backup, needs no
         # parsing: its state is what the apply left (so rollback does not import libcst).
