@@ -265,7 +265,7 @@ def recover(target: Target, root: str) -> list[str]:
             continue
         cur = _sha(current)
         if cur == jf.recover_sha256:
-            pass
+            pass  # the interrupted run had not touched it yet, or already restored it
         elif cur in (jf.sha256_before, jf.sha256_after):
             if jf.content is not None:
                 data = jf.content.encode("utf-8")
