@@ -287,3 +287,36 @@ def test_keep_leaves_a_failed_server_running(run_cli, project: Path) -> None:  #
         stop = run_cli(["stop", "fake-graph-hang"], project=project)
     assert stop.code == 0, stop.output
     assert group_members(LocalTarget(), pid) == []
+
+
+@pytest.mark.ssh
+def test_logs_follow_reconnects_after_the_connection_drops(
+    run_cli, tmp_path: Path, ssh_lab: SshLab  # type: ignore[no-untyped-def]
+) -> None:
+    """`logs --follow` survives killed SSH sessions: it reconnects and prints every line."""
+    project = make_project(tmp_path / "pr", ssh_lab, pace=0.1, lead=4.0)
+    res = run_cli(["launch", "fake-exit", "--host", "gpu1", "--port", str(free_port()),
+                   "--no-wait"], project=project)
+    assert res.code == 0, res.output
+    killed: list[int] = []
+
+    def drop_connections() -> None:
+        time.sleep(2.0)  # `logs --follow` is now polling; the server writes for 4 s more
+        killed.append(ssh_lab.servers["gpu1"].kill_sessions())
+
+    killer = threading.Thread(target=drop_connections, daemon=True)
+    killer.start()
+    try:
+        follow = run_cli(["logs", "fake-exit", "--host", "gpu1", "--follow"], project=project)
+        killer.join(timeout=30)
+        assert killed and killed[0] >= 1
+        assert follow.code == 0, follow.output
+        assert "reconnecting" in follow.stderr
+        lines = follow.stdout.splitlines()
+        assert lines[0].endswith("vLLM API server version 0.6.3")
+        assert lines[-1] == "something unexpected happened"
+        # nothing lost or repeated across the reconnect: exactly the file's lines
+        log = next((project / "work-gpu1" / "logs").glob("fake-exit-*.log"))
+        assert lines == log.read_text().splitlines()
+    finally:
+        run_cli(["stop", "--all", "--host", "gpu1"], project=project)

@@ -9,6 +9,7 @@ from variantctl.config.hosts import Host
 from variantctl.env import Environment
 from variantctl.errors import NotFoundError, TargetError
 from variantctl.launch.servers import layout_for, load_record
+from variantctl.launch.watch import RECONNECT_FOR, reconnect
 from variantctl.runs.record import safe_name
 from variantctl.targets.base import Target
 from variantctl.targets.process import is_alive, read_from
@@ -52,17 +53,28 @@ def show_log(
         return
     idle_checks = 0
     while True:
-        chunk = read_from(target, path, offset)
-        if chunk:
-            offset += len(chunk)
-            _write(out, chunk)
+        try:
+            chunk = read_from(target, path, offset)
+            if chunk:
+                offset += len(chunk)
+                _write(out, chunk)
+                continue
+            idle_checks += 1
+            # the server (the session leader) is gone: stragglers of its group do not count
+            if idle_checks % 4 == 0 and (pid is None or not is_alive(target, pid)):
+                tail = read_from(target, path, offset)  # what it wrote while dying
+                _write(out, tail)
+                return
+        except TargetError as exc:
+            # a dropped SSH connection: the server keeps running; re-open and go on
+            # from the same offset, as `watch` does
+            if exc.kind != "unreachable" or not hasattr(target, "reconnect"):
+                raise
+            env.stderr.print(f"connection lost ({exc.message}); reconnecting",
+                             markup=False, highlight=False)
+            reconnect(target, exc, time.monotonic, time.sleep, RECONNECT_FOR, None,
+                      time.monotonic())
             continue
-        idle_checks += 1
-        # the server (the session leader) is gone: stragglers of its group do not count
-        if idle_checks % 4 == 0 and (pid is None or not is_alive(target, pid)):
-            tail = read_from(target, path, offset)  # what it wrote while dying
-            _write(out, tail)
-            return
         time.sleep(poll)
 
 

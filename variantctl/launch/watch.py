@@ -143,7 +143,7 @@ def watch(
         except TargetError as exc:
             if exc.kind != "unreachable" or not hasattr(target, "reconnect"):
                 raise
-            _reconnect(target, exc, clock, sleep, reconnect_for, on_progress, t0)
+            reconnect(target, exc, clock, sleep, reconnect_for, on_progress, t0)
             reconnects += 1
             continue
         if clock() - t0 >= timeout:
@@ -154,7 +154,7 @@ def watch(
         sleep(log_poll)
 
 
-def _reconnect(
+def reconnect(
     target: Any,
     first: TargetError,
     clock: Callable[[], float],
@@ -163,6 +163,8 @@ def _reconnect(
     on_progress: Callable[[Progress], None] | None,
     t0: float,
 ) -> None:
+    """Re-open a dropped connection within ``budget`` seconds, or raise (the server keeps
+    running on the host either way)."""
     deadline = clock() + budget
     error: TargetError = first
     while clock() < deadline:

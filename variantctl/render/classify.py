@@ -88,7 +88,7 @@ def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
             table.add_row(key, _fmt(f.config[key]))
         if table.row_count:
             out.print("  facts:")
-            out.print(Padding(table, (0, 0, 0, 4)))
+            out.print(Padding(table, (0, 0, 0, 4), expand=False))
         if expect is not None:
             if mismatches:
                 out.print(f"  [red]expect {escape(expect)}: {len(mismatches)} mismatch(es)[/]")
