@@ -320,3 +320,25 @@ def test_logs_follow_reconnects_after_the_connection_drops(
         assert lines == log.read_text().splitlines()
     finally:
         run_cli(["stop", "--all", "--host", "gpu1"], project=project)
+
+
+@pytest.mark.ssh
+def test_preflight_reads_the_models_config_on_the_host(
+    run_cli, tmp_path: Path, ssh_lab: SshLab  # type: ignore[no-untyped-def]
+) -> None:
+    """launch reads config.json where the server would (over SFTP here) and refuses a
+    tensor-parallel size that does not divide the heads, before starting anything."""
+    project = make_project(tmp_path / "pm", ssh_lab)
+    model = tmp_path / "model-on-host"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(
+        {"num_attention_heads": 4, "max_position_embeddings": 2048}))
+    (project / "variants" / "fake-tp3.yaml").write_text(
+        f"extends: fake-healthy\nmodel: {model}\nargs: {{tp: 3}}\n")
+    res = run_cli(["launch", "fake-tp3", "--host", "gpu1", "--port", str(free_port())],
+                  project=project)
+    assert res.code == ExitCode.FAILED, res.output
+    assert "4 attention heads (gpu1:" in res.stderr
+    assert "would fail as tp-heads-not-divisible" in res.stderr
+    assert "not launching" in res.stderr
+    assert not (project / "work-gpu1" / "run" / "fake-tp3.json").exists()

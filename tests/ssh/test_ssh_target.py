@@ -235,3 +235,25 @@ def test_cli_reports_auth_and_host_key_failures(run_cli, ssh_lab: SshLab, tmp_pa
     res = run_cli(["logs", "x", "--host", "nokh"], project=project)
     assert res.code == ExitCode.UNREACHABLE
     assert "error: nokh: host key of root@127.0.0.1" in res.stderr and "unknown" in res.stderr
+
+
+def test_run_never_loses_output_that_arrives_after_the_exit_status(gpu1: Host) -> None:
+    """sshd may send exit-status while output is still in flight: run() must read to EOF.
+
+    (A truncated process table once made a live server look stale in CI.) The race
+    depends on timing, so this repeats the pattern that exposed it — a burst of
+    output right before exit — and checks every byte arrived.
+    """
+    from variantctl.targets.process import process_table
+
+    script = ("import sys\nfor i in range(200):\n"
+              "    sys.stdout.write(f'{i:05d} ' + 'x' * 1000 + '\\n')\n")
+    expected = "".join(f"{i:05d} " + "x" * 1000 + "\n" for i in range(200))
+    with open_target(gpu1) as t:
+        for _ in range(25):
+            res = t.run([gpu1.python, "-c", script])
+            assert res.returncode == 0
+            assert len(res.stdout) == len(expected) and res.stdout == expected
+        for _ in range(25):
+            pids = {p.pid for p in process_table(t)}
+            assert os.getpid() in pids  # this test process is on the "host" too

@@ -11,6 +11,11 @@ from variantctl.env import Environment
 from variantctl.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from variantctl.config.hosts import Host
+    from variantctl.variants.model import ResolvedVariant
+    from variantctl.variants.modelinfo import ModelInfo
     from variantctl.variants.rules import Finding
 
 
@@ -35,7 +40,8 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
     catalog = load_catalog(env.variants_dir)
     selected = catalog.names() if all_ else list(dict.fromkeys(names))
     variants = [resolve(catalog, n) for n in selected]
-    findings = run_check(variants, patchset_names(env.patchsets_dir), catalog.hosts)
+    findings = run_check(variants, patchset_names(env.patchsets_dir), catalog.hosts,
+                         models=_local_model_facts(variants, catalog.hosts))
     # the first error of a variant is the failure a launch would hit first
     predicted: dict[str, str | None] = {}
     for f in findings:
@@ -50,6 +56,23 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
         _print(env, findings, len(selected))
     if has_errors(findings):
         finish(ExitCode.FAILED)
+
+
+def _local_model_facts(variants: list[ResolvedVariant], hosts: Mapping[str, Host]
+                       ) -> dict[str, ModelInfo]:
+    """config.json facts of models on this machine (hosts without ssh). ``check`` does not
+    connect to remote hosts; ``launch`` reads the model there before starting it."""
+    from variantctl.targets.local import LocalTarget
+    from variantctl.targets.modelfacts import read_model_info
+
+    out: dict[str, ModelInfo] = {}
+    for v in variants:
+        host = hosts.get(v.host)
+        if host is not None and host.is_local:
+            info = read_model_info(LocalTarget(host.name), v.model)
+            if info is not None:
+                out[v.name] = info
+    return out
 
 
 def escape(text: str) -> str:

@@ -49,8 +49,9 @@ from variantctl.launch.watch import (
 )
 from variantctl.runs.record import HostLayout, RunRecord, ServerRecord, stamp_of
 from variantctl.targets.base import Target
-from variantctl.targets.process import port_in_use, spawn_detached
+from variantctl.targets.process import is_alive, port_in_use, spawn_detached
 from variantctl.variants.model import ResolvedVariant
+from variantctl.variants.modelinfo import ModelInfo
 
 
 class LaunchUI(Protocol):
@@ -160,12 +161,14 @@ def check_expect(expect: dict[str, Any], facts: dict[str, Any]) -> list[ExpectCh
     return out
 
 
-def preflight(env: Environment, variant: ResolvedVariant, hosts: Any) -> list[Any]:
+def preflight(env: Environment, variant: ResolvedVariant, hosts: Any,
+              model: ModelInfo | None = None) -> list[Any]:
+    """The pre-flight rules for one variant, with its model's facts when they were read."""
     from variantctl.config.patchsets import patchset_names
     from variantctl.variants.check import check
 
     known = patchset_names(env.patchsets_dir) if env.patchsets_dir.is_dir() else []
-    return check([variant], known, hosts)
+    return check([variant], known, hosts, models={variant.name: model} if model else None)
 
 
 def ensure_patches(
@@ -224,7 +227,9 @@ def _clear_the_way(
     existing = load_record(target, layout, variant.name)
     if existing is not None:
         (st,) = statuses(target, [existing], probe=False)
-        if not st.alive:
+        # a record is only stale when its leader is gone too (checked on its own, so a
+        # short read of the process table can never orphan a running server)
+        if not st.alive and not is_alive(target, existing.pid):
             remove_record(target, layout, existing)
             ui.note(f"removed a stale pid file of {variant.name} on {host.name} "
                     f"(pid {existing.pid} is gone)")
@@ -286,25 +291,28 @@ def launch(env: Environment, name: str, opts: LaunchOptions, ui: LaunchUI | None
            ) -> LaunchResult:
     """Start variant ``name`` and (unless ``opts.wait`` is False) watch it to a verdict."""
     from variantctl.targets.connect import open_target
+    from variantctl.targets.modelfacts import read_model_info
     from variantctl.variants.check import has_errors
     from variantctl.variants.render import render_script
 
     ui = ui or QuietUI()
     variant, host, catalog = resolve_launch(env, name, opts)
     result = LaunchResult(variant.name, host.name)
-    findings = preflight(env, variant, catalog.hosts)
-    result.findings = [f.to_dict() for f in findings]
-    for f in findings:
-        ui.note(f"pre-flight {f.severity}: {f.message}"
-                + (f" (would fail as {f.signature})" if f.signature else ""))
-    if has_errors(findings) and not opts.force:
-        raise VariantctlError(
-            f"pre-flight check of {variant.name} found errors; not launching",
-            hint="fix the variant, or launch with --force to try anyway",
-            exit_code=ExitCode.FAILED,
-        )
     script = render_script(variant, host)
     with open_target(host) as target:
+        # the model's config.json as the host sees it (pre-flight needs its head count
+        # and length limit); nothing has been started yet when pre-flight refuses
+        findings = preflight(env, variant, catalog.hosts, read_model_info(target, variant.model))
+        result.findings = [f.to_dict() for f in findings]
+        for f in findings:
+            ui.note(f"pre-flight {f.severity}: {f.message}"
+                    + (f" (would fail as {f.signature})" if f.signature else ""))
+        if has_errors(findings) and not opts.force:
+            raise VariantctlError(
+                f"pre-flight check of {variant.name} found errors; not launching",
+                hint="fix the variant, or launch with --force to try anyway",
+                exit_code=ExitCode.FAILED,
+            )
         result.patches = ensure_patches(env, target, host, variant.requires,
                                         apply=opts.apply_patches, ui=ui)
         layout = layout_for(target, host)

@@ -589,9 +589,13 @@ def _collect(chan: paramiko.Channel, timeout: float | None) -> tuple[bytes, byte
         while chan.recv_stderr_ready():
             err.append(chan.recv_stderr(65536))
             got = True
-        if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+        # sshd may send exit-status before the last of the output (it is still in the
+        # channel's buffers): only EOF (or close) says that everything was received
+        drained = (chan.eof_received or chan.closed) and not got
+        if drained and chan.exit_status_ready() and not chan.recv_ready() \
+                and not chan.recv_stderr_ready():
             break
-        if chan.closed and not got:
+        if chan.closed and not got and not chan.exit_status_ready():
             raise EOFError("channel closed before the exit status arrived")
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError
@@ -611,7 +615,7 @@ def _read_line(chan: paramiko.Channel, timeout: float) -> str:
                 break
             buf += piece
             continue
-        if chan.exit_status_ready() and not chan.recv_ready():
+        if (chan.eof_received or chan.closed) and not chan.recv_ready():
             break
         if time.monotonic() > deadline:
             break

@@ -23,6 +23,7 @@ from variantctl.variants.flags import (
     parse_version,
 )
 from variantctl.variants.model import ResolvedVariant
+from variantctl.variants.modelinfo import ModelInfo
 
 if TYPE_CHECKING:
     from variantctl.config.hosts import Host
@@ -40,11 +41,14 @@ SIG_MULTISTEP_V0_FALLBACK = "multistep-v0-fallback"
 SIG_UNRECOGNIZED_ARG = "unrecognized-argument"
 SIG_FLASHINFER_UNAVAILABLE = "flashinfer-unavailable"
 SIG_PORT_IN_USE = "port-in-use"
+SIG_TP_HEADS = "tp-heads-not-divisible"
+SIG_MODEL_LEN = "max-model-len-exceeds-model"
 
 #: every id above; a test keeps them in step with the classifier's catalog
 SIGNATURES = frozenset({SIG_BATCHED_TOKENS, SIG_MULTISTEP_BACKEND, SIG_MULTISTEP_CHUNKED,
                         SIG_MULTISTEP_REMOVED, SIG_MULTISTEP_V0_FALLBACK, SIG_UNRECOGNIZED_ARG,
-                        SIG_FLASHINFER_UNAVAILABLE, SIG_PORT_IN_USE})
+                        SIG_FLASHINFER_UNAVAILABLE, SIG_PORT_IN_USE, SIG_TP_HEADS,
+                        SIG_MODEL_LEN})
 
 #: (first version, backends allowing multi-step, backends allowing multi-step + chunked
 #: prefill). Before 0.6.3 any chunked prefill with multi-step is refused; the plain
@@ -110,6 +114,8 @@ class Context:
     host: Host | None
     known_patchsets: Collection[str] | None
     known_hosts: Collection[str] | None
+    #: the model's config.json facts, when they could be read (local model dir)
+    model: ModelInfo | None = None
 
     def finding(self, severity: str, rule: str, signature: str | None, message: str) -> Finding:
         return Finding(severity, rule, self.variant.name, signature, message)
@@ -312,6 +318,39 @@ def rule_expect_contradicts_flags(ctx: Context) -> Iterator[Finding]:
                           "log will show enforce_eager=True")
 
 
+def rule_tp_heads_not_divisible(ctx: Context) -> Iterator[Finding]:
+    """vLLM splits attention heads over tensor-parallel ranks: heads % tp must be 0."""
+    heads = ctx.model.num_attention_heads if ctx.model else None
+    tp = ctx.int_arg("tensor-parallel-size") or 1
+    if heads is None or tp <= 1 or heads % tp == 0:
+        return
+    assert ctx.model is not None
+    divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= 16]
+    yield ctx.finding(ERROR, "tp-heads-not-divisible", SIG_TP_HEADS,
+                      f"the model has {heads} attention heads ({ctx.model.source}), which "
+                      f"tensor-parallel-size {tp} does not divide: vLLM refuses to start; "
+                      f"use one of {', '.join(map(str, divisors))}")
+
+
+def rule_max_model_len_exceeds_model(ctx: Context) -> Iterator[Finding]:
+    """--max-model-len above the model's max_position_embeddings is refused (unless allowed)."""
+    model = ctx.model
+    requested = ctx.int_arg("max-model-len")
+    if (model is None or model.max_position_embeddings is None or requested is None
+            or requested <= model.max_position_embeddings or model.rope_scaling):
+        return
+    why = (f"max-model-len {requested} is above the model's max_position_embeddings "
+           f"({model.max_position_embeddings}, {model.source})")
+    if ctx.variant.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") in ("1", "true", "True"):
+        yield ctx.finding(WARNING, "max-model-len-exceeds-model", None,
+                          f"{why}; allowed by VLLM_ALLOW_LONG_MAX_MODEL_LEN, but outputs "
+                          f"past that length may be wrong")
+        return
+    yield ctx.finding(ERROR, "max-model-len-exceeds-model", SIG_MODEL_LEN,
+                      f"{why}: vLLM refuses to start; lower max-model-len, or set "
+                      f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 if the model really supports more")
+
+
 RULES: tuple[Rule, ...] = (
     rule_batched_tokens_below_model_len,
     rule_multistep_backend,
@@ -323,6 +362,8 @@ RULES: tuple[Rule, ...] = (
     rule_unknown_patchset,
     rule_unknown_host,
     rule_expect_contradicts_flags,
+    rule_tp_heads_not_divisible,
+    rule_max_model_len_exceeds_model,
 )
 
 

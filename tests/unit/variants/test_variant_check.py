@@ -291,3 +291,90 @@ def test_predicted_signatures_exist_in_the_classifier_catalog() -> None:
                           .read_text(encoding="utf-8"))
     ids = {s["id"] for s in data["signatures"]}
     assert ids >= SIGNATURES, SIGNATURES - ids
+
+
+# --- facts from the model's config.json ---------------------------------------------------
+
+def _model(heads: int | None = 28, max_pos: int | None = 32768, rope: bool = False) -> Any:
+    from variantctl.variants.modelinfo import ModelInfo
+
+    return ModelInfo("local:/m/config.json", num_attention_heads=heads,
+                     max_position_embeddings=max_pos, rope_scaling=rope)
+
+
+def model_rules(variant: ResolvedVariant, model: Any) -> list[tuple[str, ...]]:
+    return [(f.severity, f.rule, f.signature or "-")
+            for f in check([variant], (), HOSTS, models={variant.name: model})]
+
+
+@pytest.mark.parametrize(("tp", "fires"), [(3, True), (2, False), (4, False), (8, True), (7, False),
+                                           (1, False), (None, False)])
+def test_tp_must_divide_the_attention_heads(tp: int | None, fires: bool) -> None:
+    args = {"tensor-parallel-size": tp} if tp else {}
+    expected = [("error", "tp-heads-not-divisible", "tp-heads-not-divisible")] if fires else []
+    assert model_rules(v(args=args), _model(heads=28)) == expected
+
+
+def test_tp_rule_names_heads_source_and_valid_sizes() -> None:
+    (f,) = check([v(args={"tensor-parallel-size": 3})], (), HOSTS, models={"v": _model(heads=28)})
+    assert "28 attention heads (local:/m/config.json)" in f.message
+    assert "use one of 1, 2, 4, 7, 14" in f.message
+
+
+def test_no_model_facts_no_model_rules() -> None:
+    # a hub id or a model dir we could not read: the rules stand back
+    assert rules_of(v(args={"tensor-parallel-size": 3, "max-model-len": 10 ** 6})) == []
+    assert model_rules(v(args={"tensor-parallel-size": 3}), _model(heads=None)) == []
+
+
+@pytest.mark.parametrize(
+    ("max_len", "env", "rope", "expected"),
+    [
+        (4096, {}, False, [("error", "max-model-len-exceeds-model",
+                            "max-model-len-exceeds-model")]),
+        (2048, {}, False, []),
+        (1024, {}, False, []),
+        (4096, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, False,
+         [("warning", "max-model-len-exceeds-model", "-")]),
+        (4096, {}, True, []),  # RoPE scaling changes the derived limit: no guess
+    ],
+)
+def test_max_model_len_against_the_model(max_len: int, env: dict[str, str], rope: bool,
+                                         expected: list[tuple[str, ...]]) -> None:
+    variant = v(args={"max-model-len": max_len}, env=env)
+    assert model_rules(variant, _model(max_pos=2048, rope=rope)) == expected
+
+
+def test_model_config_parsing() -> None:
+    from variantctl.variants.modelinfo import parse_model_config
+
+    info = parse_model_config(json.dumps({
+        "architectures": ["LlavaForConditionalGeneration"],
+        "text_config": {"num_attention_heads": 32, "max_position_embeddings": 4096},
+        "rope_scaling": None}), "x")
+    assert info is not None
+    assert (info.num_attention_heads, info.max_position_embeddings, info.rope_scaling) == (
+        32, 4096, False)
+    assert info.architectures == ("LlavaForConditionalGeneration",)
+    assert parse_model_config("[1, 2]", "x") is None
+    assert parse_model_config("{not json", "x") is None
+
+
+def test_cli_check_reads_a_local_models_config(tmp_path: Path,
+                                               run_cli: Callable[..., Any]) -> None:
+    """check gathers the facts of a local model dir (like the tiny CPU model) itself."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(
+        {"num_attention_heads": 4, "max_position_embeddings": 2048}))
+    project = write_project(tmp_path / "p", {
+        "tp3.yaml": f"model: {model}\nargs: {{tp: 3}}\n",
+        "long.yaml": f"model: {model}\nargs: {{max-model-len: 4096}}\n",
+        "ok.yaml": f"model: {model}\nargs: {{tp: 2, max-model-len: 2048}}\n",
+        "hub.yaml": "model: Qwen/Qwen2.5-7B-Instruct\nargs: {tp: 3}\n",
+    })
+    res = run_cli(["check", "tp3", "long", "ok", "hub", "--json"], project=project)
+    assert res.code == 1, res.output
+    data = json.loads(res.stdout)
+    assert data["predicted"] == {"tp3": "tp-heads-not-divisible",
+                                 "long": "max-model-len-exceeds-model"}

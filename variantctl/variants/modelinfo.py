@@ -1,0 +1,58 @@
+"""What a model's ``config.json`` says that pre-flight rules can use (PURE).
+
+The facts are gathered by an executor (``variantctl.targets.modelfacts``: the
+local disk for ``check``, the host for ``launch``); this module only reads the
+JSON text, so rules stay testable without files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The fields of a Hugging Face ``config.json`` that vLLM checks at start-up."""
+
+    #: where it was read, e.g. ``local:/models/x/config.json``, for messages
+    source: str
+    num_attention_heads: int | None = None
+    max_position_embeddings: int | None = None
+    #: RoPE scaling changes the usable length; the length rule stands back then
+    rope_scaling: bool = False
+    architectures: tuple[str, ...] = ()
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_model_config(text: str, source: str) -> ModelInfo | None:
+    """The facts of a ``config.json`` text, or None when it is not a JSON object.
+
+    Multimodal configs keep the language model's numbers under ``text_config``;
+    those are used when the top level has none.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    text_config = data.get("text_config")
+    inner: dict[str, Any] = text_config if isinstance(text_config, dict) else {}
+
+    def pick(key: str) -> Any:
+        return data.get(key, inner.get(key))
+
+    arch = data.get("architectures")
+    return ModelInfo(
+        source=source,
+        num_attention_heads=_int(pick("num_attention_heads")),
+        max_position_embeddings=_int(pick("max_position_embeddings")),
+        rope_scaling=bool(pick("rope_scaling")),
+        architectures=tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list)
+        else (),
+    )
