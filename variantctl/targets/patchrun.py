@@ -422,8 +422,18 @@ def _transaction(target: Target, action: str, patchset: Patchset, roots: list[st
                                      mode=st.mode & 0o7777 if st is not None else None)
                     backups_made.append(e.backup)
         for e in edits:
+            # The lock keeps other variantctl runs out, not an editor or a `pip install`
+            # writing the same file meanwhile: their bytes are never replaced by a patch
+            # of the old ones. What landed is read back before the next file.
+            if not _holds(target, e.outcome.path, e.before):
+                raise TargetError("changed since variantctl read it (another program wrote "
+                                  "it); not overwritten", kind="changed",
+                                  path=e.outcome.path, host=target.name)
             target.write_atomic(e.outcome.path, e.after)
             written.append(e)
+            if not _holds(target, e.outcome.path, e.after):
+                raise TargetError("does not read back as written", path=e.outcome.path,
+                                  host=target.name)
     except TargetError as exc:
         undo_notes = _undo(target, written, backups_made, journals_written)
         for e in written:
@@ -456,6 +466,11 @@ def _transaction(target: Target, action: str, patchset: Patchset, roots: list[st
         return (f"{exc.message}: the files were written; the bookkeeping is finished by the "
                 f"next apply, rollback or status")
     return None
+
+
+def _holds(target: Target, path: str, data: bytes) -> bool:
+    """Does ``path`` hold exactly ``data`` now?"""
+    return _sha(target.read_bytes(path)) == _sha(data)
 
 
 def _undo(target: Target, written: list[_Edit], backups: list[str],

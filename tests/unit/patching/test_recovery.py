@@ -180,3 +180,35 @@ def test_help_imports_no_heavy_module() -> None:
             "print([m for m in ('libcst', 'fabric', 'deepdiff') if m in sys.modules])\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_file_changed_under_us_is_not_overwritten(project, make_roots) -> None:  # type: ignore[no-untyped-def]
+    """Another program writes the second copy after variantctl read it: that copy is
+    left with the other program's bytes, the first copy is restored, no backup stays."""
+    from datetime import datetime, timezone
+
+    from variantctl.config.patchsets import load_patchset
+    from variantctl.targets.patchrun import execute_apply
+
+    roots = make_roots(BEFORE)
+    edited = BEFORE + b"# saved by an editor meanwhile\n"
+
+    class EditorSavesMeanwhile(LocalTarget):
+        """Writes the second root's file the moment variantctl starts writing backups."""
+
+        def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+            (roots[1] / REL).write_bytes(edited)
+            super().write_new(path, data, mode=mode)
+
+    ps = load_patchset(project / "patchsets", "eager-allreduce")
+    report = execute_apply(EditorSavesMeanwhile(), [str(r) for r in roots], ps,
+                           now=datetime.now(timezone.utc))
+    assert report.exit_code == 1
+    assert report.error is not None
+    assert "changed since variantctl read it" in report.error
+    assert str(roots[1] / REL) in report.error
+    assert (roots[0] / REL).read_bytes() == BEFORE  # written, then restored
+    assert (roots[1] / REL).read_bytes() == edited  # the other program's bytes survive
+    for root in roots:
+        assert not [p for p in (root / REL).parent.iterdir() if ".bak_" in p.name]
+        assert not (root / ".variantctl" / "journal.json").exists()
