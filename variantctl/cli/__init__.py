@@ -62,11 +62,11 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(n for n, (m, _, _) in COMMANDS.items() if _module_exists(m))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
-        if entry is None or not _module_exists(entry[0]):
+        if entry is None:
             return None
         if cmd_name not in SHORT_LIVED:
             gc.enable()
@@ -80,14 +80,6 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
-
-
-def _module_exists(module: str) -> bool:
-    # Commands land issue by issue; a registry entry whose module is not there
-    # yet must not break --help. Checked by file, so nothing is imported.
-    rel = module.split(".")[1:]
-    base = Path(__file__).resolve().parent.parent
-    return base.joinpath(*rel).with_suffix(".py").is_file()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

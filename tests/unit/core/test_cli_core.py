@@ -46,3 +46,14 @@ def test_missing_project_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-
     with pytest.raises(VariantctlError, match="no variantctl project found") as exc:
         env.project()
     assert exc.value.hint is not None and "--project" in exc.value.hint
+
+
+def test_every_registered_command_imports_and_has_help(run_cli, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The lazy registry names real modules: a typo there would only show when invoked."""
+    from variantctl.cli import COMMANDS
+
+    for name in COMMANDS:
+        r: CliResult = run_cli([name, "--help"])
+        assert r.code == 0, (name, r.output)
+        # click prints help itself, straight to the process stdout
+        assert f"Usage: variantctl {name}" in capsys.readouterr().out, name
