@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.common import json_option, pass_env, watch_options
 from variantctl.env import Environment
 
 
@@ -16,11 +16,7 @@ from variantctl.env import Environment
 @click.option("--force", is_flag=True, help="Launch even if the pre-flight check finds errors.")
 @click.option("--replace", is_flag=True, help="Stop a running copy (or the server on the port).")
 @click.option("--no-wait", is_flag=True, help="Return once started; `variantctl watch` attaches.")
-@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds to wait for ready.")
-@click.option("--stall", type=click.FloatRange(min=1), help="Seconds without progress = hang.")
-@click.option("--keep", is_flag=True, help="Do not stop a failed, hung or timed-out server.")
-@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Seconds between TERM and KILL when stopping.")
+@watch_options
 @json_option
 @pass_env
 def launch(env: Environment, variant: str, host: str | None, port: int | None,

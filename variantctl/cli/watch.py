@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.common import json_option, pass_env, watch_options
 from variantctl.env import Environment
 
 
 @click.command("watch")
 @click.argument("variant")
 @click.option("--host", "host", help="Host it runs on (default: the variant's host).")
-@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds to wait for ready.")
-@click.option("--stall", type=click.FloatRange(min=1), help="Seconds without progress = hang.")
-@click.option("--keep", is_flag=True, help="Do not stop a failed, hung or timed-out server.")
-@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Seconds between TERM and KILL when stopping.")
+@watch_options
 @json_option
 @pass_env
 def watch(env: Environment, variant: str, host: str | None, timeout: float | None,

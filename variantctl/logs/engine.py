@@ -335,9 +335,11 @@ class Engine:
             return False
         return not any(rx.search(text) is not None for rx in ctx.none)
 
-    def _record(self, sig: Signature, m: re.Match[str], evidence: tuple[Evidence, ...]) -> Match:
-        captures = {k: v for k, v in m.groupdict().items() if v is not None}
-        match = Match(
+    def _new_match(self, sig: Signature, captures: dict[str, str],
+                   evidence: tuple[Evidence, ...], *, generic: bool,
+                   level: str | None = None) -> Match:
+        """A match of ``sig`` in the current phase, its texts filled with ``captures``."""
+        return Match(
             signature=sig.id,
             title=sig.title,
             kind=sig.kind,
@@ -346,10 +348,15 @@ class Engine:
             evidence=evidence,
             captures=MappingProxyType(captures),
             priority=sig.priority,
-            generic=sig.generic,
+            generic=generic,
             phase=self.phase,
-            level=split_header(normalize(evidence[0].text))[0],
+            level=level,
         )
+
+    def _record(self, sig: Signature, m: re.Match[str], evidence: tuple[Evidence, ...]) -> Match:
+        captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        match = self._new_match(sig, captures, evidence, generic=sig.generic,
+                                level=split_header(normalize(evidence[0].text))[0])
         if sig.kind == "hang":
             for ev in evidence:
                 self.hang_evidence.append((sig.id, ev))
@@ -444,19 +451,8 @@ class Engine:
             # a wrapper's own traceback (``Engine core initialization failed``) is not a cause
             if other.generic and other.patterns and self._match(other, norm):
                 return
-        captures = {"exception": norm[:300]}
-        match = Match(
-            signature=sig.id,
-            title=sig.title,
-            kind=sig.kind,
-            message=fill(sig.message, captures),
-            remediation=fill(sig.remediation, captures),
-            evidence=(start, Evidence(lineno, raw)),
-            captures=MappingProxyType(captures),
-            priority=sig.priority,
-            generic=True,
-            phase=self.phase,
-        )
+        match = self._new_match(sig, {"exception": norm[:300]},
+                                (start, Evidence(lineno, raw)), generic=True)
         self.matches.append(match)
         self._fail_phase[id(match)] = self.phase_idx
 

@@ -468,6 +468,21 @@ def _transaction(target: Target, action: str, patchset: Patchset, roots: list[st
     return None
 
 
+def _commit(target: Target, action: str, patchset: Patchset, roots: list[str],
+            edits: list[_Edit], now: datetime, report: RunReport) -> None:
+    """Run the transaction; on failure the report says why and no file counts as done."""
+    error = _transaction(target, action, patchset, roots, edits, now)
+    if not error:
+        return
+    report.error = error
+    report.exit_code = ExitCode.FAILED
+    done, undone = {"apply": ("applied", "not-applied"),
+                    "rollback": ("rolled-back", "not-rolled-back")}[action]
+    for e in edits:
+        if e.outcome.action == done:
+            e.outcome.action = undone
+
+
 def _holds(target: Target, path: str, data: bytes) -> bool:
     """Does ``path`` hold exactly ``data`` now?"""
     return _sha(target.read_bytes(path)) == _sha(data)
@@ -599,13 +614,7 @@ def execute_apply(
             report.error = exc.message
             report.exit_code = ExitCode.FAILED
             return report
-        error = _transaction(target, "apply", patchset, roots, edits, now)
-        if error:
-            report.error = error
-            report.exit_code = ExitCode.FAILED
-            for e in edits:
-                if e.outcome.action == "applied":
-                    e.outcome.action = "not-applied"
+        _commit(target, "apply", patchset, roots, edits, now, report)
     return report
 
 
@@ -672,13 +681,7 @@ def execute_rollback(
                     e.outcome.action = "not-rolled-back"
                     e.outcome.message = "not rolled back: another copy cannot be"
             return report
-        error = _transaction(target, "rollback", patchset, roots, edits, now)
-        if error:
-            report.error = error
-            report.exit_code = ExitCode.FAILED
-            for e in edits:
-                if e.outcome.action == "rolled-back":
-                    e.outcome.action = "not-rolled-back"
+        _commit(target, "rollback", patchset, roots, edits, now, report)
     return report
 
 
