@@ -11,7 +11,7 @@ export VARIANTCTL_CACHE := $(CACHE)
 export VARIANTCTL_VLLM_PYTHON := $(VLLM_VENV)/bin/python
 export VARIANTCTL_TINY_MODEL := $(TINY_MODEL)
 
-.PHONY: test demo lint typecheck unit venv vllm sshd bench clean
+.PHONY: test demo lint typecheck unit venv vllm sshd slurm bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ vllm:
 sshd:
 	bash scripts/ensure-sshd.sh
 
+# Debian's slurmctld, slurmd, munge and client commands; tests/slurm starts the cluster.
+slurm:
+	bash scripts/ensure-slurm.sh
+
 lint: venv
 	$(VENV)/bin/ruff check variantctl tests benchmarks scripts
 
@@ -35,9 +39,9 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 unit: venv
-	$(VENV)/bin/pytest -m "not ssh and not vllm" -q
+	$(VENV)/bin/pytest -m "not ssh and not vllm and not slurm" -q
 
-test: venv vllm sshd lint typecheck
+test: venv vllm sshd slurm lint typecheck
 	$(VENV)/bin/pytest -q
 
 demo: venv vllm

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from variantctl.logs.catalog import default_catalog  # noqa: E402
+from variantctl.config.catalog import default_catalog  # noqa: E402
 from variantctl.logs.classify import classify_text  # noqa: E402
 from variantctl.logs.stream import StreamClassifier  # noqa: E402
 

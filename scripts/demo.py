@@ -21,6 +21,7 @@ one archived log is classified again on its own.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -181,6 +182,10 @@ def make_launch_project(roots: list[Path], work: Path = LAUNCH_WORK) -> Path:
     (project / "variants" / "tiny-graphs.yaml").write_text(
         "description: no --enforce-eager, so the engine should compile (enforce_eager=False)\n"
         + common + "expect:\n  enforce_eager: false\n")
+    (project / "variants" / "tiny-eager.yaml").write_text(
+        "description: the same with --enforce-eager (the other side of the benchmark)\n"
+        f"extends: tiny-graphs\nport: {free_port()}\n"
+        "args:\n  enforce-eager: true\nexpect:\n  enforce_eager: true\n")
     (project / "variants" / "tiny-batched.yaml").write_text(
         "description: max-num-batched-tokens below max-model-len without chunked prefill\n"
         "extends: tiny-graphs\n"
@@ -206,6 +211,7 @@ def launch_story(demo: Demo, work: Path = LAUNCH_WORK) -> None:
     demo.run(*p, "apply", "eager-allreduce", "--host", "corex")
     demo.section("launch 4. the same launch now honours the flag: enforce_eager=False")
     demo.run(*p, "launch", "tiny-graphs")
+    bench_story(demo, p)
     demo.run(*p, "stop", "tiny-graphs")
     demo.section("launch 5. a broken variant: pre-flight refuses it, --force shows the log "
                  "diagnosis within seconds of the decisive line")
@@ -215,18 +221,31 @@ def launch_story(demo: Demo, work: Path = LAUNCH_WORK) -> None:
     report_story(demo, project)
 
 
+def bench_story(demo: Demo, p: list[str]) -> None:
+    """The seed's decode benchmark on the two variants: compiled vs --enforce-eager, one
+    table (a few requests per level, so the demo stays short)."""
+    demo.section("bench 1. start the --enforce-eager twin beside it")
+    demo.run(*p, "launch", "tiny-eager")
+    demo.section("bench 2. decode ladder c1/c2 on both, one table; stored beside each run")
+    demo.run(*p, "bench", "tiny-graphs", "tiny-eager", "--concurrency", "1,2", "--requests",
+             "4", "--output-len", "32", "--ignore-eos", "--warmup", "2")
+    demo.run(*p, "stop", "tiny-eager")
+
+
 def report_story(demo: Demo, project: Path) -> None:
-    """Every launch left an archive; the classifier reads an archived log on its own."""
-    runs = sorted((project / "runs").glob("*"))
-    demo.section("report: the archived runs (run.json + server.log + launch.sh each)")
-    for run in runs:
-        print(f"  {run.relative_to(REPO)}: {', '.join(sorted(p.name for p in run.iterdir()))}")
-    first = next((r for r in runs if "tiny-graphs" in r.name), None)
-    if first is not None:
+    """Every launch left a typed run record; the classifier reads an archived log on its own."""
+    demo.section("report: the run store (one id per configuration and attempt)")
+    demo.run("--project", str(project), "runs")
+    listed = subprocess.run(
+        [sys.executable, "-m", "variantctl", "--project", str(project), "runs", "--variant",
+         "tiny-graphs", "--json"], capture_output=True, text=True, check=True)
+    runs = json.loads(listed.stdout)["runs"]
+    if runs:
+        first = Path(runs[0]["dir"])
         demo.section("report: classify the first run's archived log against its variant")
+        demo.run("--project", str(project), "runs", "show", runs[0]["run_id"])
         demo.run("--project", str(project), "classify", str(first / "server.log"),
                  "--expect", "tiny-graphs", expect=(1,))
-
 
 
 def main() -> None:

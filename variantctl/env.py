@@ -34,20 +34,19 @@ def _default_cache_dir() -> Path:
 def find_project_dir(start: Path) -> Path | None:
     """The nearest directory at or above ``start`` holding ``patchsets/`` or ``variants/``.
 
-    Falls back to the source checkout this package was imported from (an
-    editable install), so ``variantctl apply eager-allreduce`` works from anywhere
-    in a development setup.
+    There is deliberately no fallback (there used to be one, to the checkout
+    variantctl was installed from): a project is where runs are archived and
+    patches recorded, so a command run outside any project must say so rather
+    than archive a user's launch into the tool's own source tree. Everything
+    that ships with the tool itself (the log signature catalog, ``local``) is
+    package data and needs no project.
     """
-    env = os.environ.get(PROJECT_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / "patchsets").is_dir() or (candidate / "variants").is_dir():
-            return candidate
-    checkout = Path(__file__).resolve().parent.parent
-    if (checkout / "patchsets").is_dir() and (checkout / "pyproject.toml").is_file():
-        return checkout
-    return None
+    return next((c for c in (start, *start.parents) if is_project_dir(c)), None)
+
+
+def is_project_dir(path: Path) -> bool:
+    """Whether ``path`` looks like a variantctl project (``patchsets/`` or ``variants/``)."""
+    return (path / "patchsets").is_dir() or (path / "variants").is_dir()
 
 
 def _make_console(stream: object) -> Console:
@@ -72,8 +71,10 @@ class Environment:
     cache_dir: Path
     clock: Callable[[], float] = time.monotonic
     now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
-    #: set by --project; overrides discovery
     debug: bool = False
+    #: ``--project`` or ``VARIANTCTL_PROJECT`` when one of them named ``project_dir``
+    #: (checked by :meth:`check_project`); None when it was discovered or set by a test
+    project_named_by: str | None = None
 
     @classmethod
     def from_process(cls, project: Path | None = None) -> Environment:
@@ -87,6 +88,27 @@ class Environment:
             cache_dir=_default_cache_dir(),
             debug=bool(os.environ.get("VARIANTCTL_DEBUG")),
         )
+
+    def check_project(self) -> None:
+        """Refuse a project directory named explicitly that is missing or no project.
+
+        An explicit directory is never created or guessed at: a typo in ``--project``
+        would otherwise look like an empty project (``stop`` finding nothing to stop).
+        """
+        if self.project_named_by is None or self.project_dir is None:
+            return
+        where = f"{self.project_named_by} {self.project_dir}"
+        if not self.project_dir.is_dir():
+            raise VariantctlError(
+                f"{where}: no such directory",
+                hint="name a directory holding patchsets/ or variants/",
+            )
+        if not is_project_dir(self.project_dir):
+            raise VariantctlError(
+                f"{where}: not a variantctl project (it holds neither patchsets/ nor "
+                "variants/)",
+                hint="create variants/ (and variants/hosts.yaml) or patchsets/ there first",
+            )
 
     def project(self) -> Path:
         """The project directory, or a clear error when there is none."""

@@ -7,23 +7,61 @@ Per-item outcomes (one root drifted, one host down) are values, not exceptions.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from variantctl.exitcodes import ExitCode
+
+#: the ``kind`` of an error that names none itself, by exit code (README: "--json errors")
+KIND_BY_EXIT_CODE: dict[int, str] = {
+    ExitCode.FAILED: "failed",
+    ExitCode.USAGE: "usage",
+    ExitCode.CONFLICT: "conflict",
+    ExitCode.UNREACHABLE: "unreachable",
+    ExitCode.HANG: "hang",
+    ExitCode.TIMEOUT: "timeout",
+    ExitCode.UNKNOWN: "unknown",
+    ExitCode.INTERNAL: "internal",
+    ExitCode.INTERRUPTED: "interrupted",
+}
 
 
 class VariantctlError(Exception):
-    """An error the user can act on: printed as ``error: <message>`` plus an optional hint."""
+    """An error the user can act on: printed as ``error: <message>`` plus an optional hint.
+
+    ``kind`` is a stable word for scripts (``--json`` prints :meth:`to_json`); ``where``
+    is the ``file:line[:column]`` or host the error is about, when there is one.
+    """
 
     exit_code: int = ExitCode.USAGE
+    #: the kind of every error of this class; None: derived from the exit code
+    default_kind: ClassVar[str | None] = None
 
-    def __init__(self, message: str, *, hint: str | None = None, exit_code: int | None = None):
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: int | None = None,
+                 kind: str | None = None, where: str | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint
         if exit_code is not None:
             self.exit_code = exit_code
+        self._kind = kind
+        self.where = where
+
+    @property
+    def kind(self) -> str:
+        # derived when read: a subclass may set exit_code after __init__
+        return self._kind or self.default_kind or KIND_BY_EXIT_CODE.get(self.exit_code, "error")
+
+    @kind.setter
+    def kind(self, value: str) -> None:
+        self._kind = value
 
     def __str__(self) -> str:
         return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"kind", "message", "hint", "where"}``: the ``error`` object of ``--json``."""
+        return {"kind": self.kind, "message": self.message, "hint": self.hint,
+                "where": self.where}
 
 
 class ConfigError(VariantctlError):
@@ -44,21 +82,24 @@ class ConfigError(VariantctlError):
         self.column = column
         self.key_path = key_path
         self.detail = message
-        where = ""
+        location = None
         if source:
-            where = source
+            location = source
             if line is not None:
-                where += f":{line}"
+                location += f":{line}"
                 if column is not None:
-                    where += f":{column}"
-            where += ": "
+                    location += f":{column}"
+        prefix = f"{location}: " if location else ""
         if key_path:
-            where += f"{key_path}: "
-        super().__init__(where + message, hint=hint, exit_code=ExitCode.USAGE)
+            prefix += f"{key_path}: "
+        super().__init__(prefix + message, hint=hint, exit_code=ExitCode.USAGE, kind="config",
+                         where=location)
 
 
 class NotFoundError(VariantctlError):
     """An unknown name (patchset, variant, host, signature)."""
+
+    default_kind = "not-found"
 
 
 class TargetError(VariantctlError):
@@ -66,7 +107,9 @@ class TargetError(VariantctlError):
 
     ``kind`` classifies the cause so callers can turn it into a per-item result:
     ``not-found``, ``permission``, ``read-only``, ``no-space``, ``busy``,
-    ``exists``, ``unreachable``, ``auth``, ``host-key``, ``other``.
+    ``exists``, ``unreachable``, ``auth``, ``host-key``, ``no-sftp`` (the host's
+    sshd offers no SFTP subsystem), ``config`` (the host's settings name a file
+    that does not exist here: bad input, exit 2), ``other``.
     """
 
     def __init__(
@@ -78,7 +121,6 @@ class TargetError(VariantctlError):
         path: str | None = None,
         hint: str | None = None,
     ):
-        self.kind = kind
         self.host = host
         self.path = path
         prefix = ""
@@ -86,6 +128,17 @@ class TargetError(VariantctlError):
             prefix += f"{host}: "
         if path:
             prefix += f"{path}: "
-        unreachable = kind in {"unreachable", "auth", "host-key"}
-        code = ExitCode.UNREACHABLE if unreachable else ExitCode.FAILED
-        super().__init__(prefix + message, hint=hint, exit_code=code)
+        if kind in UNUSABLE_HOST_KINDS:
+            code = ExitCode.UNREACHABLE
+        elif kind == "config":
+            code = ExitCode.USAGE
+        else:
+            code = ExitCode.FAILED
+        # a remote error is about the host; a local one about the file it names
+        remote = bool(host) and host != "local"
+        super().__init__(prefix + message, hint=hint, exit_code=code, kind=kind,
+                         where=host if remote else path)
+
+
+#: TargetError kinds meaning the host cannot be used at all (exit 4)
+UNUSABLE_HOST_KINDS = frozenset({"unreachable", "auth", "host-key", "no-sftp"})

@@ -38,15 +38,21 @@ def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: fl
             f"description: FAKE GPU-era server ({scenario}); a test double, not vLLM\n"
             f"command: {json.dumps(command)}\n"
             "port: 18000\n"
+            "args:\n  enforce-eager: true\n"
             f"startup:\n  ready_timeout: {ready_timeout}\n  stall: {stall}\n"
         )
     return root
 
 
 def run_json(project: Path, variant: str) -> dict[str, Any]:
-    dirs = sorted((project / "runs").glob(f"*-{variant}-*"))
+    """The newest archived run.json of ``variant``."""
+    from variantctl.runs.record import safe_name
+    from variantctl.runs.store import RunStore
+
+    dirs = [d for d in RunStore(project / "runs").dirs() if d.variant == safe_name(variant)]
     assert dirs, f"no run archived for {variant}"
-    data: dict[str, Any] = json.loads((dirs[-1] / "run.json").read_text())
+    newest = max(dirs, key=lambda d: (d.path / "run.json").stat().st_mtime_ns)
+    data: dict[str, Any] = json.loads((newest.path / "run.json").read_text())
     return data
 
 

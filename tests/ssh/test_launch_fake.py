@@ -63,7 +63,7 @@ def test_xformers_multistep_fails_fast(run_cli, project: Path, host: str) -> Non
     assert data["stopped"]["ok"] is True
     assert data["host"]["name"] == host
     assert_gone(data, port)
-    run_dir = project / "runs" / data["run_id"]
+    run_dir = Path(data["server"]["run_dir"])
     assert "Using XFormers backend." in (run_dir / "server.log").read_text()
     assert (run_dir / "launch.sh").read_text().startswith("#!/bin/sh")
     assert data["facts"]["config"]["enforce_eager"] is True
@@ -234,7 +234,8 @@ def test_unreachable_host_cli(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:
     res = run_cli(["ps", "--hosts", "gpu1,dead", "--json"], project=project)
     assert res.code == ExitCode.UNREACHABLE
     out = json.loads(res.stdout)
-    assert out["errors"][0]["host"] == "dead" and out["errors"][0]["kind"] == "unreachable"
+    assert out["errors"][0]["host"] == "dead"
+    assert out["errors"][0]["error"]["kind"] == "unreachable"
     assert "connection refused" in res.stderr
     res = run_cli(["launch", "fake-healthy", "--host", "dead"], project=project)
     assert res.code == ExitCode.UNREACHABLE

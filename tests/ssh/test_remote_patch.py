@@ -63,7 +63,7 @@ def test_apply_status_rollback_over_ssh(run_cli, tmp_path: Path, ssh_lab: SshLab
 
     st = run_cli(["status", "eager-allreduce", "--host", "gpu1", "--json"], project=project)
     assert st.code == 0, st.output
-    reports = json.loads(st.stdout)
+    reports = json.loads(st.stdout)["reports"]
     assert {f["state"] for rep in reports for f in rep["files"]} == {"applied"}
 
     rb = run_cli(["rollback", "eager-allreduce", "--host", "gpu1"], project=project)
@@ -119,7 +119,8 @@ def test_launch_requires_patchsets_on_the_host(run_cli, tmp_path: Path, ssh_lab:
         "description: FAKE server (a test double) that needs the eager-allreduce patch\n"
         "host: gpu1\n"
         f"command: [python, {FAKE}, --scenario, healthy, --pace, '0.01']\n"
-        "requires: [eager-allreduce]\n")
+        "requires: [eager-allreduce]\n"
+        "args: {enforce-eager: true}\n")  # the fake's log says enforce_eager=True
     port = str(free_port())
     refused = run_cli(["launch", "fake-patched", "--port", port], project=project)
     assert refused.code == 3, refused.output
@@ -166,9 +167,10 @@ def test_apply_on_several_hosts_in_parallel(run_cli, tmp_path: Path, ssh_lab: Ss
     res = run_cli(["apply", "eager-allreduce", "--hosts", "gpu1,down,gpu2", "--json"],
                   project=project)
     assert res.code == 4, res.output  # ExitCode.UNREACHABLE outranks the successes
-    results = json.loads(res.stdout)
+    results = json.loads(res.stdout)["hosts"]
     assert [r["host"] for r in results] == ["gpu1", "down", "gpu2"]
-    assert results[1]["result"] is None and "down" in results[1]["error"]
+    assert results[1]["result"] is None and "down" in results[1]["error"]["message"]
+    assert (results[1]["error"]["kind"], results[1]["error"]["where"]) == ("unreachable", "down")
     for r in (results[0], results[2]):
         assert r["error"] is None
         assert {f["action"] for f in r["result"]["files"]} == {"applied"}, r
@@ -188,3 +190,109 @@ def test_apply_on_several_hosts_in_parallel(run_cli, tmp_path: Path, ssh_lab: Ss
     bad = run_cli(["apply", "eager-allreduce", "--hosts", "gpu1", "--root", "/x"],
                   project=project)
     assert bad.code == 2 and "cannot be combined with --hosts" in bad.stderr
+
+
+# -- issue 8: no link under a root is followed over SFTP either ---------------------------
+
+VICTIM = b"precious: not variantctl's\n"
+
+
+def test_a_symlinked_lock_on_the_host_is_refused(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                 ssh_lab: SshLab) -> None:
+    roots = [make_root(tmp_path / "lib"), make_root(tmp_path / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(VICTIM)
+    (roots[0] / ".variantctl").mkdir()
+    (roots[0] / ".variantctl" / "lock").symlink_to(victim)
+
+    res = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert res.code == 2, res.output
+    assert f"{roots[0] / '.variantctl' / 'lock'}: is a symbolic link" in res.stderr
+    assert victim.read_bytes() == VICTIM
+    before = (CASE / "before.py").read_bytes()
+    assert all((r / REL).read_bytes() == before for r in roots)
+
+
+def test_the_remote_lock_never_opens_a_link(tmp_path: Path, gpu1) -> None:  # type: ignore[no-untyped-def]
+    """Below the patch engine's lstat checks: the holder on the host refuses a link itself."""
+    from variantctl.errors import TargetError
+    from variantctl.targets.ssh import SshTarget
+
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(VICTIM)
+    (tmp_path / "lock").symlink_to(victim)
+    target = SshTarget(gpu1).connect()
+    try:
+        with pytest.raises(TargetError) as info, target.lock(str(tmp_path / "lock")):
+            pass
+        assert info.value.kind == "link"
+        with pytest.raises(TargetError) as info:
+            target.write_atomic(str(tmp_path / "lock"), b"x")
+        assert info.value.kind == "link"
+    finally:
+        target.close()
+    assert victim.read_bytes() == VICTIM and (tmp_path / "lock").is_symlink()
+
+
+def test_a_symlinked_target_file_on_the_host_stays_a_link(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          ssh_lab: SshLab) -> None:
+    roots = [make_root(tmp_path / "lib"), make_root(tmp_path / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    outside = tmp_path / "outside.py"
+    outside.write_bytes((CASE / "before.py").read_bytes())
+    (roots[1] / REL).unlink()
+    (roots[1] / REL).symlink_to(outside)
+
+    res = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert res.code == 2, res.output
+    assert f"{roots[1] / REL}: is a symbolic link" in res.stderr
+    assert (roots[1] / REL).is_symlink()
+    assert outside.read_bytes() == (CASE / "before.py").read_bytes()
+    assert files_under(roots[0]) == [str(REL)]  # one transaction: no root was patched
+
+
+def test_a_dangling_link_at_the_backup_name_on_the_host_is_skipped(  # type: ignore[no-untyped-def]
+        run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:
+    from datetime import datetime, timezone
+
+    roots = [make_root(tmp_path / "lib")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    today = datetime.now(timezone.utc).strftime("%Y%m%d")
+    name = roots[0] / REL.parent / f"arg_utils.py.bak_{today}_eager_allreduce"
+    name.symlink_to(tmp_path / "nowhere")
+
+    res = run_cli(["apply", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert res.code == 0, res.output
+    assert name.is_symlink() and not (tmp_path / "nowhere").exists()
+    assert Path(f"{name}.1").read_bytes() == (CASE / "before.py").read_bytes()
+
+
+def test_recovery_over_ssh_removes_temp_files_and_names_an_unreadable_journal(  # type: ignore[no-untyped-def]
+        run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:
+    from tests.unit.patching.test_recovery_safety import KILLER
+
+    roots = [make_root(tmp_path / "lib"), make_root(tmp_path / "lib64")]
+    project = make_project(tmp_path, ssh_lab, roots)
+    before = (CASE / "before.py").read_bytes()
+    # killed while writing the first backup (locally: the files are the host's files)
+    script = tmp_path / "killer.py"
+    script.write_text(KILLER)
+    proc = subprocess.run([sys.executable, str(script), str(project / "patchsets"),
+                           *map(str, roots)], capture_output=True, text=True, cwd=REPO,
+                          check=False)
+    assert proc.returncode == -9, proc.stdout + proc.stderr
+    (tmp,) = [p for r in roots for p in r.rglob("*.variantctl-tmp")]
+
+    st = run_cli(["status", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert st.code == 0, st.output
+    assert f"{tmp}: removed a temp file left by an interrupted write" in st.stderr
+    assert not [p for r in roots for p in r.rglob("*.variantctl-tmp")]
+    assert all(files_under(r) == [str(REL)] and (r / REL).read_bytes() == before for r in roots)
+
+    journal = roots[1] / ".variantctl" / "journal.json"
+    journal.write_bytes(b"\x00not json")
+    st = run_cli(["status", "eager-allreduce", "--host", "gpu1"], project=project)
+    assert st.code == 3, st.output
+    assert f"{journal}: unreadable transaction journal" in st.stderr
+    assert "recovered" not in st.stderr and journal.exists()

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.ssh.conftest import ssh_host
-from tests.support.sshd import SshLab, free_port, keygen
+from tests.support.sshd import SshLab, SshServer, free_port, keygen
 from variantctl.config.hosts import Host, SshSpec
 from variantctl.errors import TargetError
 from variantctl.exitcodes import ExitCode
@@ -174,6 +178,115 @@ def test_missing_ssh_config_file(tmp_path: Path) -> None:
     with pytest.raises(TargetError) as ei, open_target(host):
         pass
     assert "does not exist" in str(ei.value)
+    # a typo in hosts.yaml is bad input, not an unreachable host
+    assert (ei.value.kind, ei.value.exit_code) == ("config", ExitCode.USAGE)
+
+
+def test_missing_key_file_is_bad_input_naming_the_key(run_cli, ssh_lab: SshLab,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
+    server = ssh_lab.servers["gpu1"]
+    key = tmp_path / "keys" / "id_missing"
+    cfg = tmp_path / "ssh_config"  # no IdentityFile: the key comes from hosts.yaml alone
+    cfg.write_text(server.ssh_config_entry(alias="keyed").replace(
+        f"    IdentityFile {ssh_lab.client_key}\n", ""))
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    (project / "variants" / "hosts.yaml").write_text(
+        f"keyed:\n  ssh:\n    alias: keyed\n    key: {key}\n    config: {cfg}\n"
+        f"  workdir: {tmp_path / 'w'}\n")
+    res = run_cli(["ps", "--host", "keyed"], project=project)
+    assert res.code == ExitCode.USAGE, res.output
+    assert res.stderr.startswith(f"error: keyed: ssh key file {key} does not exist\n")
+    hosts_yaml = project / "variants" / "hosts.yaml"
+    assert f"hint: fix `ssh.key` of host keyed ({hosts_yaml}:1)" in res.stderr
+    res = run_cli(["ps", "--host", "keyed", "--json"], project=project)
+    assert res.code == ExitCode.USAGE
+    (err,) = json.loads(res.stdout)["errors"]
+    assert (err["host"], err["error"]["kind"], err["error"]["where"]) == ("keyed", "config",
+                                                                        "keyed")
+    # the same key, present: the host is reached with it (the check is not a false alarm)
+    key.parent.mkdir()
+    shutil.copy(ssh_lab.client_key, key)
+    key.chmod(0o600)
+    res = run_cli(["ps", "--host", "keyed"], project=project)
+    assert res.code == 0, res.output
+    # an IdentityFile of the ssh config that does not exist is skipped, as ssh does
+    cfg.write_text(server.ssh_config_entry(alias="keyed").replace(
+        f"    IdentityFile {ssh_lab.client_key}\n",
+        f"    IdentityFile {tmp_path / 'gone'}\n    IdentityFile {ssh_lab.client_key}\n"))
+    (project / "variants" / "hosts.yaml").write_text(
+        f"keyed:\n  ssh:\n    alias: keyed\n    config: {cfg}\n  workdir: {tmp_path / 'w'}\n")
+    res = run_cli(["ps", "--host", "keyed"], project=project)
+    assert res.code == 0, res.output
+    key.chmod(0o000)
+    (project / "variants" / "hosts.yaml").write_text(
+        f"keyed:\n  ssh:\n    alias: keyed\n    key: {key}\n    config: {cfg}\n"
+        f"  workdir: {tmp_path / 'w'}\n")
+    if os.geteuid() != 0:  # root reads any file: only a non-root run can see this refusal
+        res = run_cli(["ps", "--host", "keyed"], project=project)
+        assert res.code == ExitCode.USAGE and "cannot be read" in res.stderr
+
+
+@pytest.fixture
+def nosftp(ssh_lab: SshLab, tmp_path: Path) -> Iterator[Host]:
+    """A host whose sshd has no ``Subsystem sftp`` line (exec channels work)."""
+    server = SshServer("nosftp", tmp_path / "nosftp-sshd", ssh_lab.client_key, sftp=False)
+    server.start()
+    cfg = tmp_path / "nosftp_config"
+    cfg.write_text(server.ssh_config_entry())
+    try:
+        yield Host("nosftp", ssh=SshSpec(alias="nosftp", config_file=str(cfg)),
+                   python=sys.executable, workdir=str(tmp_path / "nosftp-work"))
+    finally:
+        server.stop()
+
+
+def test_host_without_sftp_is_named(nosftp: Host, tmp_path: Path) -> None:
+    with open_target(nosftp) as t:
+        assert t.run(["echo", "hi"]).stdout == "hi\n"  # the connection itself is fine
+        with pytest.raises(TargetError) as ei:
+            t.read_bytes(str(tmp_path / "anything"))
+        assert ei.value.kind == "no-sftp" and ei.value.exit_code == ExitCode.UNREACHABLE
+        assert str(ei.value).startswith("nosftp: SFTP is unavailable on nosftp")
+        assert ei.value.hint is not None and "Subsystem sftp" in ei.value.hint
+        assert t.run(["echo", "still"]).stdout == "still\n"  # not mistaken for a lost link
+
+
+def test_cli_names_a_host_without_sftp(run_cli, nosftp: Host, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert nosftp.ssh is not None
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    (project / "variants" / "hosts.yaml").write_text(
+        f"nosftp:\n  ssh:\n    alias: nosftp\n    config: {nosftp.ssh.config_file}\n"
+        f"  python: {sys.executable}\n  workdir: {nosftp.workdir}\n")
+    (project / "variants" / "v.yaml").write_text("host: nosftp\nmodel: /m\nport: 8100\n")
+    res = run_cli(["launch", "v", "--json"], project=project)
+    assert res.code == ExitCode.UNREACHABLE, res.output
+    err = json.loads(res.stdout)["error"]
+    assert (err["kind"], err["where"]) == ("no-sftp", "nosftp")
+    assert "error: nosftp: SFTP is unavailable on nosftp" in res.stderr
+    assert "Channel closed" not in res.output and "Traceback" not in res.output
+    res = run_cli(["hosts", "check", "nosftp", "--json"], project=project)
+    (row,) = json.loads(res.stdout)["hosts"]
+    assert not row["ok"] and any("SFTP is unavailable" in p for p in row["problems"]), row
+    assert res.code != 0
+
+
+def test_cli_json_error_for_an_unreachable_launch(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host dead\n  HostName 127.0.0.1\n  Port {free_port()}\n  User root\n")
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    (project / "variants" / "hosts.yaml").write_text(
+        f"dead:\n  ssh:\n    alias: dead\n    config: {cfg}\n")
+    (project / "variants" / "v.yaml").write_text("host: dead\nmodel: /m\nport: 8100\n")
+    res = run_cli(["launch", "v", "--json"], project=project)
+    assert res.code == ExitCode.UNREACHABLE
+    assert json.loads(res.stdout) == {"error": {
+        "kind": "unreachable", "where": "dead",
+        "message": res.stderr.splitlines()[0].removeprefix("error: "),
+        "hint": "is the host up and sshd listening? (check HostName/Port in the ssh config)"}}
+    assert "connection refused" in res.stdout
 
 
 def test_parallel_hosts_one_failing_does_not_stop_others(

@@ -168,6 +168,9 @@ def main() -> int:
     ap.add_argument("--lead", type=float, default=0.0, help="seconds before the decisive line")
     ap.add_argument("--mark", help="file to receive the wall time of the decisive line")
     ap.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (needs KILL)")
+    # the seed's baseline passes --enforce-eager, and this fake's engine config line says
+    # enforce_eager=True as that baseline's did (launch checks the flag against the log)
+    ap.add_argument("--enforce-eager", action="store_true")
     args = ap.parse_args()
 
     if args.ignore_term:

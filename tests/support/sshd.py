@@ -46,6 +46,8 @@ class SshServer:
     client_key: Path
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    #: False: an sshd with no ``Subsystem sftp`` line (a host variantctl cannot use)
+    sftp: bool = True
     host_key: Path = field(init=False)
     known_hosts: Path = field(init=False)
     sshd_config: Path = field(init=False)
@@ -85,7 +87,7 @@ class SshServer:
                     "PermitRootLogin yes",
                     "PasswordAuthentication no",
                     "KbdInteractiveAuthentication no",
-                    "Subsystem sftp internal-sftp",
+                    *(["Subsystem sftp internal-sftp"] if self.sftp else []),
                     "MaxSessions 50",
                     "MaxStartups 50",
                     "LogLevel ERROR",

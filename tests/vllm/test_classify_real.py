@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from variantctl.logs.catalog import default_catalog
+from variantctl.config.catalog import default_catalog
 from variantctl.logs.classify import classify_text
 from variantctl.logs.expect import compare
 from variantctl.logs.stream import StreamClassifier
@@ -173,6 +173,11 @@ def test_batched_tokens_failure(real_logs: dict[str, str], catalog) -> None:  # 
     assert "--max-num-batched-tokens" in r.remediation and "512" in r.remediation
     line = real_logs["batched"].splitlines()[r.evidence[0].line - 1]
     assert line == r.evidence[0].text
+    # it failed in SchedulerConfig, before the engine config line: the requested
+    # configuration (V1's "non-default args") still gives the facts
+    assert r.facts.config == {}
+    assert r.facts.requested["max_num_batched_tokens"] == 64
+    assert r.facts.get("max_seq_len") == 512
 
 
 def test_port_in_use(real_logs: dict[str, str], catalog) -> None:  # type: ignore[no-untyped-def]

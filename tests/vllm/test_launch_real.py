@@ -103,8 +103,8 @@ def test_seed_story_over_ssh(lab: Lab) -> None:
     assert first.code == ExitCode.FAILED  # ready, but its expect failed
     assert out["facts"]["config"]["enforce_eager"] is True
     assert out["facts"]["vllm_version"] == "0.32.0"
-    assert out["expect"] == [{"fact": "enforce_eager", "expected": False, "actual": True,
-                              "ok": False}]
+    assert out["expect"] == [{"key": "enforce_eager", "expected": False, "actual": True,
+                              "source": "expect.enforce_eager", "reason": "differs"}]
     ps = lab.cli("ps", "--host", "gpu1", "--json")
     (srv,) = json.loads(ps.stdout)["servers"]
     assert srv["state"] == "healthy" and srv["port"] == lab.port and srv["processes"] >= 2
@@ -139,8 +139,15 @@ def test_seed_story_over_ssh(lab: Lab) -> None:
         assert "export PYTHONPATH=" in run["script"]
         assert run["verdict"]["verdict"] == "ready"
         assert run["timings"]["time_to_ready_s"] > 1
-        assert "enforce_eager=False" in (lab.project / "runs" / run["run_id"] / "server.log"
+        assert "enforce_eager=False" in (Path(run["server"]["run_dir"]) / "server.log"
                                          ).read_text()
+        # the patch state is part of what decides a run: a new configuration, a new key
+        assert out2["run_id"].split("-")[0] != out["run_id"].split("-")[0]
+        listed = json.loads(lab.cli("runs", "--variant", "tiny-graphs", "--json").stdout)
+        assert [(r["run_id"], r["verdict"], r["expect_ok"]) for r in listed["runs"]] == [
+            (out["run_id"], "ready", False), (out2["run_id"], "ready", True)]
+        shown = lab.cli("runs", "show", out["run_id"])
+        assert "expect FAIL enforce_eager" in shown.stdout, shown.output
     finally:
         lab.cli("stop", "tiny-graphs", "--host", "gpu1", "--grace", "10")
     assert not port_in_use(LocalTarget(), lab.port)

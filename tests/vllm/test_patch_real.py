@@ -67,7 +67,7 @@ def _round_trip(tmp_path: Path, run_cli: Callable[..., CliResult], upstream: str
 
     r = run_cli(["status", "eager-allreduce", *args, "--json"], project=project)
     assert r.code == 0, r.output
-    assert [f["state"] for f in json.loads(r.stdout)[0]["files"]] == ["pristine", "pristine"]
+    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["pristine", "pristine"]
 
     r = run_cli(["apply", "eager-allreduce", *args], project=project)
     assert r.code == 0, r.output
@@ -77,7 +77,7 @@ def _round_trip(tmp_path: Path, run_cli: Callable[..., CliResult], upstream: str
 
     r = run_cli(["status", "eager-allreduce", *args, "--json"], project=project)
     assert r.code == 0
-    assert [f["state"] for f in json.loads(r.stdout)[0]["files"]] == ["applied", "applied"]
+    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["applied", "applied"]
 
     r = run_cli(["rollback", "eager-allreduce", *args], project=project)
     assert r.code == 0, r.output
@@ -104,7 +104,7 @@ def test_discovery_and_status_of_the_real_venv(tmp_path: Path, run_cli, vllm_pyt
     before = (vllm_site_packages / REL).stat().st_mtime_ns
     r: CliResult = run_cli(["status", "eager-allreduce", "--json"], project=project)
     assert r.code == 0, r.output
-    (report,) = json.loads(r.stdout)
+    (report,) = json.loads(r.stdout)["reports"]
     assert [f["state"] for f in report["files"]] == ["applied"]
     assert (vllm_site_packages / REL).stat().st_mtime_ns == before
     assert not (vllm_site_packages / ".variantctl").exists()

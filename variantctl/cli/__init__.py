@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from contextvars import ContextVar
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -22,6 +23,13 @@ from variantctl.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from variantctl.env import Environment
+
+#: True once the running command's ``--json`` (or ``--format json``) has been parsed
+#: (``cli.common.json_option``). A context variable rather than an Environment field
+#: because the error that ends a command is printed by :func:`run` after click has
+#: let go of the context (and, in a real process, of the Environment it built). Here,
+#: not in cli.common, so that ``variantctl --help`` imports no more than before.
+JSON_OUTPUT: ContextVar[bool] = ContextVar("variantctl_json_output", default=False)
 
 # name -> (module, attribute, one-line help). The help is duplicated here on
 # purpose: listing commands must not import them.
@@ -56,6 +64,10 @@ register("watch", "variantctl.cli.watch", "watch", "Attach to a started variant.
 register("ps", "variantctl.cli.ps", "ps", "List running variants.")
 register("stop", "variantctl.cli.stop", "stop", "Stop running variants.")
 register("logs", "variantctl.cli.logs", "logs", "Print a variant's server log.")
+register("bench", "variantctl.cli.bench", "bench", "Benchmark a running variant or URL.")
+register("runs", "variantctl.cli.runs", "runs", "List and show archived runs.")
+register("report", "variantctl.cli.report", "report", "Write a report of a sweep or runs.")
+register("compare", "variantctl.cli.compare", "compare", "Compare two runs.")
 
 
 class LazyGroup(click.Group):
@@ -93,37 +105,60 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, project: Path | None) -> None:
     """Patch, launch and diagnose vLLM server variants on local and SSH hosts."""
+    # checked when a command starts (common.pass_env), so the error can be JSON
+    named_by = None
+    if project is not None:
+        project = project.expanduser()  # VARIANTCTL_PROJECT=~/p, quoted, reaches us as is
+        from_env = ctx.get_parameter_source("project") == click.core.ParameterSource.ENVIRONMENT
+        named_by = "VARIANTCTL_PROJECT" if from_env else "--project"
     if ctx.obj is None:
         from variantctl.env import Environment
 
         ctx.obj = Environment.from_process(project)
+        ctx.obj.project_named_by = named_by
     elif project is not None:
         ctx.obj.project_dir = project.resolve()
+        ctx.obj.project_named_by = named_by
 
 
 def run(argv: list[str] | None = None, env: Environment | None = None) -> int:
     """Run the CLI and return its exit code; expected errors print one message, no traceback.
 
     Tests call this in-process with an Environment whose consoles write to buffers.
-    Commands end with :func:`finish` (or return normally for success).
+    Commands end with :func:`finish` (or return normally for success). Every error
+    goes through :func:`report_error`, which also prints it as JSON under ``--json``.
     """
+    token = JSON_OUTPUT.set(False)
+    try:
+        return _run(sys.argv[1:] if argv is None else argv, env)
+    finally:
+        JSON_OUTPUT.reset(token)
+
+
+def _run(argv: list[str], env: Environment | None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="variantctl", standalone_mode=False, obj=env)
     except click.exceptions.Abort:
-        _echo_err(env, "aborted")
-        return ExitCode.INTERRUPTED
+        return report_error(VariantctlError("aborted", exit_code=ExitCode.INTERRUPTED), env)
     except click.ClickException as exc:
+        from variantctl.cli.common import json_requested
+
+        if JSON_OUTPUT.get() or json_requested(argv):
+            # the message of click's own `Error: …` line; a usage error for exit 2
+            from variantctl.errors import KIND_BY_EXIT_CODE
+
+            _print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
+                                    "message": exc.format_message(), "hint": None,
+                                    "where": None})
         if env is None:
             exc.show()
         else:
             env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
         return exc.exit_code
     except VariantctlError as exc:
-        report_error(exc, env)
-        return exc.exit_code
+        return report_error(exc, env)
     except KeyboardInterrupt:
-        _echo_err(env, "interrupted")
-        return ExitCode.INTERRUPTED
+        return report_error(VariantctlError("interrupted", exit_code=ExitCode.INTERRUPTED), env)
     except BrokenPipeError:
         # `variantctl ... | head` is normal use
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -131,12 +166,10 @@ def run(argv: list[str] | None = None, env: Environment | None = None) -> int:
     except Exception as exc:  # a bug: say so briefly, full trace only on request
         if os.environ.get("VARIANTCTL_DEBUG"):
             raise
-        _echo_err(
-            env,
-            f"internal error: {type(exc).__name__}: {exc}\n"
-            "(this is a bug in variantctl; rerun with VARIANTCTL_DEBUG=1 for the traceback)",
-        )
-        return ExitCode.INTERNAL
+        return report_error(VariantctlError(
+            f"internal error: {type(exc).__name__}: {exc}",
+            hint="this is a bug in variantctl; rerun with VARIANTCTL_DEBUG=1 for the traceback",
+            exit_code=ExitCode.INTERNAL), env)
     return rv if isinstance(rv, int) else ExitCode.OK
 
 
@@ -157,8 +190,27 @@ def _echo_err(env: Environment | None, text: str) -> None:
         env.stderr.print(text, markup=False, highlight=False)
 
 
-def report_error(exc: VariantctlError, env: Environment | None = None) -> None:
-    """Print an expected error as ``error: …`` (and ``hint: …``) on stderr."""
+def _print_json_error(env: Environment | None, error: dict[str, object]) -> None:
+    import json
+
+    text = json.dumps({"error": error}, indent=2, ensure_ascii=False, default=str)
+    if env is None:
+        click.echo(text)
+    else:
+        env.stdout.file.write(text + "\n")
+        env.stdout.file.flush()
+
+
+def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
+    """Print an error that ends a command; return its exit code.
+
+    Always ``error: …`` (and ``hint: …``) on stderr for the person; with ``--json``
+    also ``{"error": {"kind", "message", "hint", "where"}}`` on stdout for the script
+    (the only JSON document the command prints).
+    """
+    if JSON_OUTPUT.get():
+        _print_json_error(env, exc.to_json())
     _echo_err(env, f"error: {exc.message}")
     if exc.hint:
         _echo_err(env, f"hint: {exc.hint}")
+    return exc.exit_code

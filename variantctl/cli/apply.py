@@ -35,16 +35,17 @@ def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
         from variantctl.config.patchsets import _template_problem
         from variantctl.errors import VariantctlError
 
-        problem = _template_problem(backup_template)
+        problem = _template_problem(backup_template, ps.modules)
         if problem:
             raise VariantctlError(f"--backup-template: {problem}")
-    from variantctl.render.patching import print_report
+    from variantctl.render.patching import report_blocks
 
     runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_apply(
         target, roots_for(env, host, target, ps, roots), ps,
         now=env.now(), dry_run=dry_run, backup_template=backup_template))
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
-                           to_json=lambda r: r.to_json(), render=lambda r: print_report(env, r),
+                           to_json=lambda r: r.to_json(),
+                           render=lambda r: report_blocks(env.cwd, r),
                            exit_code=lambda r: r.exit_code)
     if code:
         finish(code)

@@ -48,7 +48,7 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
         if f.severity == "error":
             predicted.setdefault(f.variant, f.signature or f.rule)
     if as_json:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         print_json(env, {"variants": selected, "predicted": predicted,
                          "findings": [f.to_dict() for f in findings]})

@@ -21,38 +21,54 @@ from variantctl.env import Environment
               type=click.Path(path_type=Path), metavar="DIR",
               help="Extra signature directory (*.yaml); repeatable. Env: VARIANTCTL_SIGNATURES. "
               "The project's signatures/ directory is always read when it exists.")
+@click.option("--suggest", is_flag=True,
+              help="For an unknown or generic-failure log, print a signature (YAML) built "
+              "from its decisive line, checked against the log and the shipped fixtures.")
 @click.option("--exited/--running", "exited", default=None,
-              help="Whether the server process has exited (default: unknown; a log that "
-              "stops inside a phase is then a hang).")
+              help="Whether the server process has exited or still runs (default: "
+              "unknown, the log is an excerpt judged after the fact; see docs/classify.md).")
 @pass_env
 def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: bool,
-             expect: str | None, sig_dirs: tuple[Path, ...], exited: bool | None) -> None:
+             expect: str | None, sig_dirs: tuple[Path, ...], suggest: bool,
+             exited: bool | None) -> None:
     """Name how each vLLM startup LOG ended, show the evidence and the effective config.
 
     Exit code: 0 ok, 1 failed (or --expect mismatches), 5 hang, 7 unknown; the worst wins.
+    With --suggest: 0 (the suggestion is printed instead of the verdict).
     """
     from variantctl.cli import finish
     from variantctl.cli.classify_support import (
         exit_code,
         load_expectations,
         read_log,
+        read_warnings,
         signature_dirs,
+        suggestion_yaml,
     )
-    from variantctl.logs.catalog import default_catalog
+    from variantctl.config.catalog import default_catalog
+    from variantctl.logs.bounded import visible
     from variantctl.logs.classify import classify_text
-    from variantctl.logs.expect import compare, compare_verdict
+    from variantctl.logs.expect import check_log
     from variantctl.render.classify import print_json_results, print_results
 
     catalog = default_catalog(signature_dirs(env, sig_dirs))
     wanted = load_expectations(env, expect) if expect else None
     results = []
     for path in logs:
-        result = classify_text(read_log(env.cwd / path, str(path)), catalog, exited=exited)
+        text, stats = read_log(env.cwd / path, str(path))
+        for warning in read_warnings(str(path), stats):
+            env.stderr.print(f"warning: {visible(warning)}", markup=False, highlight=False)
+        result = classify_text(text, catalog, exited=exited)
         mismatches = []
         if wanted:
-            mismatches = [*compare_verdict(result.kind, result.signature, wanted[0]),
-                          *compare(result.facts, *wanted)]
+            mismatches = check_log(result, *wanted)
         results.append((str(path), result, mismatches))
+        if suggest:
+            # YAML escapes control characters in the values it quotes
+            env.stdout.print(suggestion_yaml(str(path), text, result, catalog),
+                             markup=False, highlight=False, end="", soft_wrap=True)
+    if suggest:
+        return
     if as_json:
         print_json_results(env, results, expect)
     else:

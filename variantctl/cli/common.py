@@ -2,24 +2,80 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from functools import update_wrapper
+from itertools import pairwise
+from typing import Any, TypeVar, cast
 
 import click
 
+from variantctl.cli import JSON_OUTPUT
 from variantctl.env import Environment
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: inject the Environment built by the group (or passed in by a test)
-pass_env = click.make_pass_decorator(Environment)
+
+def current_env(ctx: click.Context) -> Environment:
+    """The Environment of ``ctx``, after checking the project named by ``--project``."""
+    env = ctx.find_object(Environment)
+    if env is None:  # the group always builds one; a command run on its own has none
+        raise RuntimeError("variantctl commands need the Environment the `cli` group builds")
+    env.check_project()
+    return env
+
+
+def pass_env(func: F) -> F:
+    """Inject the Environment built by the group (or passed in by a test) as first argument.
+
+    The ``--project`` check runs here, once the command's own options are parsed, so a
+    bad project is reported as JSON when the command was given ``--json``.
+    """
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(current_env(click.get_current_context()), *args, **kwargs)
+
+    return cast(F, update_wrapper(wrapper, func))
+
+
+def _note_json(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is True or value == "json":
+        JSON_OUTPUT.set(True)
+    return value
 
 
 def json_option(func: F) -> F:
-    """``--json``: machine-readable output on stdout instead of rich tables."""
+    """``--json``: machine-readable output on stdout instead of rich tables.
+
+    Eager, so it is known before any other option can fail: errors are then
+    printed as ``{"error": {…}}`` too (README, "Commands").
+    """
     return click.option(
-        "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of tables."
+        "--json", "as_json", is_flag=True, is_eager=True, callback=_note_json,
+        help="Print machine-readable JSON instead of tables (errors too).",
     )(func)
+
+
+def format_option(choices: Sequence[str], default: str, help: str) -> Callable[[F], F]:
+    """``--format CHOICE`` for commands with several renderings; ``json`` acts like ``--json``."""
+
+    def decorate(func: F) -> F:
+        return click.option(
+            "--format", "fmt", type=click.Choice(list(choices)), default=default,
+            show_default=True, is_eager=True, callback=_note_json, help=help,
+        )(func)
+
+    return decorate
+
+
+def json_requested(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` asks for JSON, for usage errors click raises before any callback.
+
+    Words after ``--`` are arguments (a log file may be called ``--json``).
+    """
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if "--json" in words or "--format=json" in words:
+        return True
+    return any(a == "--format" and b == "json" for a, b in pairwise(words))
 
 
 def watch_options(func: F) -> F:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import pass_env
+from variantctl.cli.common import format_option, pass_env
 from variantctl.env import Environment
 
 
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@format_option(["table", "json"], "table", "table: grouped changes; json.")
 @pass_env
 def diff(env: Environment, a: str, b: str, fmt: str) -> None:
     """Show what changes from variant A to variant B."""
@@ -24,7 +23,7 @@ def diff(env: Environment, a: str, b: str, fmt: str) -> None:
     va, vb = resolve(catalog, a), resolve(catalog, b)
     changes = diff_variants(va, vb)
     if fmt == "json":
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         print_json(env, {"a": a, "b": b, "changes": [c.to_dict() for c in changes]})
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.common import current_env, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -15,11 +15,10 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
     """List hosts (`variantctl hosts check` connects to them)."""
     if ctx.invoked_subcommand is not None:
         return
+    from variantctl.cli.output import print_json
     from variantctl.launch.selection import all_hosts
-    from variantctl.render.output import print_json
 
-    env = ctx.find_object(Environment)
-    assert env is not None
+    env = current_env(ctx)
     known = all_hosts(env)
     rows = [{"name": h.name, "ssh": h.ssh.display if h.ssh else None, "python": h.python,
              "workdir": h.workdir, "gpu_monitor": h.gpu_monitor, "origin": h.origin}
@@ -52,10 +51,10 @@ def check(env: Environment, names: tuple[str, ...], host: str | None, hosts_csv:
     import time
 
     from variantctl.cli import finish
+    from variantctl.cli.output import print_json
     from variantctl.errors import TargetError
     from variantctl.exitcodes import ExitCode
     from variantctl.launch.selection import all_hosts, select_hosts
-    from variantctl.render.output import print_json
     from variantctl.targets.connect import on_hosts
     from variantctl.targets.hostcheck import check_host, unreachable
 

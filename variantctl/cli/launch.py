@@ -25,18 +25,23 @@ def launch(env: Environment, variant: str, host: str | None, port: int | None,
            as_json: bool) -> None:
     """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
     from variantctl.cli import finish
-    from variantctl.launch.core import LaunchOptions
-    from variantctl.launch.core import launch as do_launch
-    from variantctl.launch.ui import ConsoleUI, print_result
+    from variantctl.cli.launchresult import launch_exit_code, print_result
+    from variantctl.launch.context import prepare
+    from variantctl.launch.core import LaunchOptions, launch_variant
+    from variantctl.launch.ui import ConsoleUI
+    from variantctl.targets.connect import open_target
 
-    opts = LaunchOptions(host=host, port=port, apply_patches=apply_patches, force=force,
-                         replace=replace, wait=not no_wait, timeout=timeout, stall=stall,
-                         keep=keep, grace=grace)
+    resolved, target_host, ctx = prepare(env, variant, host=host, port=port)
+    opts = LaunchOptions(apply_patches=apply_patches, force=force, replace=replace,
+                         wait=not no_wait, timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)
     try:
-        result = do_launch(env, variant, opts, ui)
+        with open_target(target_host) as target:
+            result = launch_variant(target, target_host, resolved, opts, ctx, ui)
     finally:
         ui.close()
-    print_result(env, result, as_json=as_json, verdict_shown=ui.shown_verdict)
-    if result.exit_code:
-        finish(result.exit_code)
+    code = launch_exit_code(result)
+    print_result(env, result, code, as_json=as_json, verdict_shown=ui.shown_verdict)
+    if code:
+        finish(code)
+

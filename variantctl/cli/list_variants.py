@@ -35,9 +35,9 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
                      "requires": list(v.requires), "tags": list(v.tags),
                      "host": v.host, "port": v.port, "description": v.description})
     if as_json:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
-        print_json(env, rows)
+        print_json(env, {"variants": rows})
         return
     if not rows:
         env.stderr.print("no variants" + (f" tagged {', '.join(tags)}" if tags else "")

@@ -17,7 +17,8 @@ from variantctl.cli.patchcommon import (
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
-    from variantctl.targets.patchrun import RunReport
+    from variantctl.patching.outcomes import RunReport
+    from variantctl.render.output import Block
 
 
 @click.group()
@@ -31,19 +32,20 @@ def patch() -> None:
 def list_(env: Environment, as_json: bool) -> None:
     """Every patchset in the project; a broken file is reported with its file:line."""
     from variantctl.cli import finish
-    from variantctl.config.patchsets import Patchset, load_all_patchsets
+    from variantctl.config.patchsets import load_all_patchsets
+    from variantctl.patching.model import Patchset
 
     items = load_all_patchsets(env.patchsets_dir)
     good = [p for p in items if isinstance(p, Patchset)]
     bad = [p for p in items if not isinstance(p, Patchset)]
     if as_json:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         print_json(env, {
             "patchsets": [{"name": p.name, "description": p.description,
                            "modules": list(p.modules), "operations": len(p.operations),
                            "file": p.source} for p in good],
-            "errors": [e.message for e in bad],
+            "errors": [{"file": e.source, "error": e.to_json()} for e in bad],
         })
     else:
         from rich.markup import escape
@@ -70,7 +72,7 @@ def show(env: Environment, name: str, as_json: bool) -> None:
     """A patchset's modules and operations (from -> to)."""
     ps = load(env, name)
     if as_json:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         print_json(env, {
             "name": ps.name, "description": ps.description, "file": ps.source,
@@ -81,9 +83,10 @@ def show(env: Environment, name: str, as_json: bool) -> None:
                            for o in ps.operations],
         })
         return
-    from variantctl.render.patching import print_patchset
+    from variantctl.cli.output import emit
+    from variantctl.render.patching import patchset_blocks
 
-    print_patchset(env, ps)
+    emit(env, patchset_blocks(ps))
 
 
 @patch.command("diff")
@@ -102,7 +105,7 @@ def diff(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
         target, roots_for(env, host, target, ps, roots), ps, now=env.now(), dry_run=True))
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: _diff_json(env, r),
-                           render=lambda r: _print_diffs(env, r),
+                           render=lambda r: _diff_blocks(env, r),
                            exit_code=lambda r: r.exit_code)
     if code:
         finish(code)
@@ -113,7 +116,7 @@ def _diffs(env: Environment, report: RunReport) -> dict[str, str]:
     from variantctl.render.patching import display_path
 
     return {
-        f.path: unified_diff(f.before, f.after, display_path(env, f.path))
+        f.path: unified_diff(f.before, f.after, display_path(env.cwd, f.path))
         for f in report.files
         if f.before is not None and f.after is not None
     }
@@ -127,20 +130,23 @@ def _diff_json(env: Environment, report: RunReport) -> dict[str, Any]:
     return data
 
 
-def _print_diffs(env: Environment, report: RunReport) -> None:
+def _diff_blocks(env: Environment, report: RunReport) -> list[Block]:
     from rich.markup import escape
 
-    from variantctl.render.patching import print_diff, print_recovered, print_report
+    from variantctl.render.output import Block
+    from variantctl.render.patching import diff_block, recovered_blocks, report_blocks
 
     diffs = _diffs(env, report)
+    out: list[Block] = []
     if not report.exit_code:
-        print_recovered(env, report)  # print_report shows them otherwise
+        out += recovered_blocks(report)  # report_blocks shows them otherwise
     for f in report.files:
         if f.path in diffs:
-            env.stdout.print(f"[bold]# {escape(f.root)}[/]", highlight=False)
-            print_diff(env, diffs[f.path])
+            out.append(Block(f"[bold]# {escape(f.root)}[/]", highlight=False))
+            out.append(diff_block(diffs[f.path]))
         elif f.action == "unchanged":
-            env.stdout.print(f"# {f.root}: {f.module} already applied, no change",
-                             highlight=False, markup=False)
+            out.append(Block(f"# {f.root}: {f.module} already applied, no change",
+                             highlight=False, markup=False))
     if report.exit_code:
-        print_report(env, report)
+        out += report_blocks(env.cwd, report)
+    return out

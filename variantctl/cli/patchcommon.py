@@ -11,10 +11,11 @@ import click
 
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
+from variantctl.render.output import Block
 
 if TYPE_CHECKING:
     from variantctl.config.hosts import Host
-    from variantctl.config.patchsets import Patchset
+    from variantctl.patching.model import Patchset
     from variantctl.targets.base import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -142,11 +143,17 @@ def render_per_host(
     multi: bool,
     as_json: bool,
     to_json: Callable[[R], Any],
-    render: Callable[[R], None],
+    render: Callable[[R], list[Block]],
     exit_code: Callable[[R], int],
 ) -> int:
-    """Print each host's result (a header per host with ``--hosts``); the worst exit code."""
-    from variantctl.render.output import print_json
+    """Print each host's result (a header per host with ``--hosts``); the worst exit code.
+
+    A host that failed is reported by the one per-host error path (cli.hostresults).
+    """
+    from rich.rule import Rule
+
+    from variantctl.cli.hostresults import print_host_error, worst_exit_code
+    from variantctl.cli.output import emit, print_json
 
     if not multi:
         value = runs[0].value
@@ -154,30 +161,25 @@ def render_per_host(
         if as_json:
             print_json(env, to_json(value))
         else:
-            render(value)
+            emit(env, render(value))
         return exit_code(value)
     codes: list[int] = []
     if as_json:
-        print_json(env, [
+        # one result per host, each the object the single-host command prints
+        print_json(env, {"hosts": [
             {"host": r.host, "result": to_json(r.value) if r.value is not None else None,
-             "error": r.error.message if r.error else None}
+             "error": r.error.to_json() if r.error else None}
             for r in runs
-        ])
+        ]})
     for r in runs:
         if not as_json:
-            env.stdout.rule(f"host {r.host}", align="left")
+            emit(env, [Block(Rule(f"host {r.host}", align="left"))])
         if r.error is not None:
-            if not as_json:
-                env.stdout.print(f"error: {r.error.message}", markup=False, highlight=False)
+            print_host_error(env, r.host, r.error)
             codes.append(r.error.exit_code)
             continue
         assert r.value is not None
         if not as_json:
-            render(r.value)
+            emit(env, render(r.value))
         codes.append(exit_code(r.value))
-    return max(codes, key=_severity, default=0)
-
-
-def _severity(code: int) -> int:
-    # a host we could not reach outranks usage problems, which outrank conflicts
-    return {0: 0, 3: 1, 1: 2, 2: 3, 4: 4}.get(code, 5)
+    return worst_exit_code(codes)

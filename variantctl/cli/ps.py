@@ -16,15 +16,22 @@ from variantctl.env import Environment
 def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> None:
     """List running variants (stale records of dead servers are shown as `stale`)."""
     from variantctl.cli import finish
-    from variantctl.launch.report import print_ps
+    from variantctl.cli.hostresults import print_host_errors, worst_exit_code
+    from variantctl.cli.output import emit, print_json
+    from variantctl.launch.launcher import launcher_for
+    from variantctl.launch.report import ps_blocks, ps_json
     from variantctl.launch.selection import select_hosts
-    from variantctl.launch.servers import layout_for, list_records, statuses
+    from variantctl.launch.servers import layout_for, list_records
     from variantctl.targets.connect import on_hosts
 
     chosen = select_hosts(env, host, hosts)
     outcomes = on_hosts(
-        chosen, lambda h, t: statuses(t, list_records(t, layout_for(t, h)))
+        chosen, lambda h, t: launcher_for(h).statuses(t, list_records(t, layout_for(t, h)))
     )
-    code = print_ps(env, outcomes, as_json=as_json)
+    if as_json:
+        print_json(env, ps_json(outcomes, env.now()))
+    else:
+        emit(env, ps_blocks(outcomes, env.now()))
+    code = worst_exit_code(print_host_errors(env, [(o.host.name, o.error) for o in outcomes]))
     if code:
         finish(code)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import pass_env
+from variantctl.cli.common import format_option, pass_env
 from variantctl.env import Environment
 
 
 @click.command("render")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["sh", "argv", "json"]), default="sh",
-              show_default=True, help="sh: the launch script; argv: one word per line; json.")
+@format_option(["sh", "argv", "json"], "sh",
+               "sh: the launch script; argv: one word per line; json.")
 @click.option("--host", "host_name", help="Render for another host than the variant's.")
 @click.option("--port", type=click.IntRange(1, 65535), help="Override the port.")
 @pass_env
@@ -37,7 +37,7 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
     elif fmt == "argv":
         out.write("".join(word + "\n" for word in render_argv(v, host)))
     else:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         print_json(env, {"name": v.name, "host": host.name, "port": v.port,
                          "argv": render_argv(v, host), "env": render_env(v, host),

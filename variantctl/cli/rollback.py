@@ -31,13 +31,14 @@ def rollback(env: Environment, name: str, roots: tuple[str, ...], host_name: str
     from variantctl.targets.patchrun import execute_rollback
 
     ps = load(env, name)
-    from variantctl.render.patching import print_report
+    from variantctl.render.patching import report_blocks
 
     runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_rollback(
         target, roots_for(env, host, target, ps, roots), ps,
         now=env.now(), force=force, dry_run=dry_run))
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
-                           to_json=lambda r: r.to_json(), render=lambda r: print_report(env, r),
+                           to_json=lambda r: r.to_json(),
+                           render=lambda r: report_blocks(env.cwd, r),
                            exit_code=lambda r: r.exit_code)
     if code:
         finish(code)

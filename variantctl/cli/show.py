@@ -24,7 +24,7 @@ def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     v = resolve(catalog, name)
     host = catalog.hosts.get(v.host)
     if as_json:
-        from variantctl.render.output import print_json
+        from variantctl.cli.output import print_json
 
         data = v.to_dict()
         if origin:

@@ -28,6 +28,7 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     copies disagree, 2 when a copy is missing or unreadable.
     """
     from variantctl.cli import finish
+    from variantctl.cli.hostresults import worst_exit_code
     from variantctl.config.patchsets import patchset_names
     from variantctl.targets.patchrun import execute_status
     from variantctl.targets.statecache import JsonStateCache
@@ -40,7 +41,7 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
                             hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
     patchsets = [load(env, n) for n in names]
     cache = JsonStateCache(env.cache_dir / "patch-status.json")
-    from variantctl.render.patching import print_status
+    from variantctl.render.patching import status_blocks
 
     runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: [
         execute_status(target, roots_for(env, host, target, ps, roots), ps, cache=cache)
@@ -49,14 +50,10 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     cache.save()
     code = render_per_host(
         env, runs, multi=bool(hosts_csv), as_json=as_json,
-        to_json=lambda reports: [r.to_json() for r in reports],
-        render=lambda reports: print_status(env, reports),
-        exit_code=lambda reports: max((r.exit_code for r in reports), default=0, key=_severity),
+        to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
+        render=lambda reports: status_blocks(env.cwd, reports),
+        exit_code=lambda reports: worst_exit_code(r.exit_code for r in reports),
     )
     if code:
         finish(code)
 
-
-def _severity(code: int) -> int:
-    # usage problems (missing files) outrank conflicts
-    return {0: 0, 3: 1, 2: 2}.get(code, 3)

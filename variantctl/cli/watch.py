@@ -18,15 +18,21 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
           stall: float | None, keep: bool, grace: float, as_json: bool) -> None:
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
     from variantctl.cli import finish
-    from variantctl.launch.core import LaunchOptions, watch_existing
-    from variantctl.launch.ui import ConsoleUI, print_result
+    from variantctl.cli.launchresult import launch_exit_code, print_result
+    from variantctl.launch.context import prepare_watch
+    from variantctl.launch.core import LaunchOptions, watch_variant
+    from variantctl.launch.ui import ConsoleUI
+    from variantctl.targets.connect import open_target
 
+    resolved, target_host, ctx = prepare_watch(env, variant, host)
     opts = LaunchOptions(timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)
     try:
-        result = watch_existing(env, variant, host, opts, ui)
+        with open_target(target_host) as target:
+            result = watch_variant(target, target_host, variant, resolved, opts, ctx, ui)
     finally:
         ui.close()
-    print_result(env, result, as_json=as_json, verdict_shown=ui.shown_verdict)
-    if result.exit_code:
-        finish(result.exit_code)
+    code = launch_exit_code(result)
+    print_result(env, result, code, as_json=as_json, verdict_shown=ui.shown_verdict)
+    if code:
+        finish(code)

@@ -21,7 +21,9 @@ from typing import Any
 
 from variantctl.config.schema import (
     Check,
+    Enum,
     Field,
+    Float,
     Int,
     ListOf,
     MapOf,
@@ -68,6 +70,43 @@ class SshSpec:
 
 
 @dataclass(frozen=True)
+class GpuSpec:
+    """What a host declares about its GPUs for the report's roofline section
+    (``gpu: {name, peak_bandwidth_gbs, peak_tflops, count}``); None where not given."""
+
+    name: str | None = None
+    peak_bandwidth_gbs: float | None = None
+    peak_tflops: float | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class SlurmSpec:
+    """A SLURM cluster behind the host's login node (``slurm:`` in hosts.yaml): servers
+    are submitted as batch jobs instead of started on the login node (docs/slurm.md)."""
+
+    partition: str | None = None
+    #: generic resources per job, e.g. ``gpu:4`` (sbatch --gres)
+    gres: str | None = None
+    #: time limit per job, SLURM syntax (``02:00:00``, ``1-00:00:00``)
+    time: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    #: more sbatch options, passed as they are (``--exclusive``, ``--mem=64G``)
+    sbatch: tuple[str, ...] = ()
+    #: ``shared``: the patch roots (site_roots / the host's Python) are on the shared
+    #: filesystem the login node sees, so patches are applied and checked there;
+    #: ``image``: vLLM lives on the node image, which variantctl cannot patch or read
+    patch_roots: str = "shared"
+    #: most jobs of one sweep queued or running at once
+    max_jobs: int = 4
+    #: ports tried for a job's server (a port per job, so jobs sharing a node never clash)
+    ports: tuple[int, int] = (8100, 8999)
+    #: the cluster's slurm.conf on the login node when not the default (SLURM_CONF)
+    conf: str | None = None
+
+
+@dataclass(frozen=True)
 class Host:
     """A machine variants run on and patches apply to."""
 
@@ -87,8 +126,12 @@ class Host:
     vllm_version: str | None = None
     #: a vendor build's backports and backend facts (variants may override)
     vendor: Vendor | None = None
+    #: declared GPU peaks (``variantctl report``'s roofline), None when not declared
+    gpu: GpuSpec | None = None
     #: where this host was defined (file:line), for messages
     origin: str = "built-in"
+    #: servers run as SLURM jobs submitted through this (login) host, None: started here
+    slurm: SlurmSpec | None = None
 
     @property
     def is_local(self) -> bool:
@@ -172,6 +215,29 @@ def vendor_from(raw: dict[str, Any] | None, base: Vendor | None = None) -> Vendo
     )
 
 
+def _port_range_problem(value: tuple[int, ...]) -> str | None:
+    if len(value) != 2 or value[0] > value[1]:
+        return "expected [FIRST, LAST] with FIRST <= LAST"
+    return None
+
+
+_SLURM = Struct(
+    "slurm",
+    {
+        "partition": Field(Str()),
+        "gres": Field(Str(pattern=r"[A-Za-z0-9_.:,/-]+", what="a gres such as gpu:4")),
+        "time": Field(Str(pattern=r"[0-9][0-9:-]*", what="a SLURM time such as 02:00:00")),
+        "account": Field(Str()),
+        "qos": Field(Str()),
+        "sbatch": Field(ListOf(Str(pattern=r"-.+", what="an sbatch option such as --mem=64G"),
+                               single=True)),
+        "patch_roots": Field(Enum("shared", "image")),
+        "max_jobs": Field(Int(min=1, max=10000)),
+        "ports": Field(Check(ListOf(Int(min=1024, max=65535)), _port_range_problem)),
+        "conf": Field(Str()),
+    },
+)
+
 _HOST = Struct(
     "host",
     {
@@ -185,6 +251,12 @@ _HOST = Struct(
         "description": Field(Str()),
         "vllm_version": Field(VLLM_VERSION),
         "vendor": Field(VENDOR),
+        "gpu": Field(Struct("gpu", {
+            "name": Field(Str()),
+            "peak_bandwidth_gbs": Field(Float(min=0.001)),
+            "peak_tflops": Field(Float(min=0.001)),
+            "count": Field(Int(min=1)),
+        })),
     },
 )
 
@@ -248,6 +320,9 @@ def _host_from(
         # left for the remote shell (rendered scripts turn it into "$HOME")
         return os.path.expanduser(value) if ssh is None else value
 
+    # jobs are submitted from this host: usually a login node over ssh, or this machine
+    # when variantctl runs on the login node itself
+    slurm = _slurm_from(raw["slurm"]) if "slurm" in raw else None
     m = doc.mark((name,), key=True)
     return Host(
         name=name,
@@ -259,7 +334,22 @@ def _host_from(
         gpu_monitor=raw.get("gpu_monitor", default.gpu_monitor),
         vllm_version=raw.get("vllm_version", default.vllm_version),
         vendor=vendor_from(raw.get("vendor"), default.vendor),
+        gpu=GpuSpec(**raw["gpu"]) if "gpu" in raw else default.gpu,
         origin=f"{doc.source}:{m.line}",
+        slurm=slurm,
+    )
+
+
+def _slurm_from(raw: dict[str, Any]) -> SlurmSpec:
+    d = SlurmSpec()
+    ports = raw.get("ports")
+    return SlurmSpec(
+        partition=raw.get("partition"), gres=raw.get("gres"), time=raw.get("time"),
+        account=raw.get("account"), qos=raw.get("qos"), sbatch=tuple(raw.get("sbatch", ())),
+        patch_roots=raw.get("patch_roots", d.patch_roots),
+        max_jobs=raw.get("max_jobs", d.max_jobs),
+        ports=(ports[0], ports[1]) if ports else d.ports,
+        conf=raw.get("conf"),
     )
 
 

@@ -26,16 +26,17 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import string
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from variantctl.config.schema import Field, Int, ListOf, Str, Struct, did_you_mean
+from variantctl.config.schema import Bool, Field, Int, ListOf, Str, Struct, did_you_mean
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError, NotFoundError
+from variantctl.patching.model import Operation, Patchset
 
-OP_KINDS = ("set-keyword", "set-assignment", "set-default", "replace-expression", "custom")
+OP_KINDS = ("set-keyword", "set-assignment", "set-default", "replace-expression", "custom",
+            "instrument")
 
 DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 NAME_RE = r"[a-z0-9][a-z0-9_.-]*"
@@ -43,69 +44,6 @@ NAME_RE = r"[a-z0-9][a-z0-9_.-]*"
 #: ``{file}`` base name of the patched file, ``{date}`` YYYYMMDD (UTC),
 #: ``{name}`` patchset name, ``{slug}`` patchset name with ``-``/``.`` as ``_``
 DEFAULT_BACKUP_TEMPLATE = "{file}.bak_{date}_{slug}"
-_TEMPLATE_FIELDS = {"file", "date", "name", "slug"}
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One reversible libcst operation. Unused fields are None/empty for a kind."""
-
-    id: str
-    kind: str
-    module: str
-    #: ``file:line`` of the operation in the YAML, for messages
-    where: str
-    from_: str | None = None
-    to: str | None = None
-    #: set-keyword: the called name, e.g. ``ModelConfig`` or ``config.ModelConfig``
-    callee: str | None = None
-    keyword: str | None = None
-    #: set-keyword / replace-expression: qualified names of enclosing scopes (any of them)
-    within: tuple[str, ...] = ()
-    #: set-assignment: assigned name (``x`` or ``self.x``) and its scope ('' = module)
-    target: str | None = None
-    scope: str = ""
-    #: set-default: qualified function name and parameter
-    function: str | None = None
-    param: str | None = None
-    #: number of matches expected
-    count: int = 1
-    #: custom: a Python file next to the YAML and the transformer class in it
-    custom_file: str | None = None
-    custom_class: str | None = None
-
-    @property
-    def describe(self) -> str:
-        """A one-line human description of what this operation changes."""
-        if self.kind == "set-keyword":
-            scope = f" in {', '.join(self.within)}" if self.within else ""
-            return f"{self.callee}({self.keyword}=…){scope}"
-        if self.kind == "set-assignment":
-            where = f" in {self.scope}" if self.scope else " at module level"
-            return f"{self.target} = …{where}"
-        if self.kind == "set-default":
-            return f"default of {self.param} in {self.function}"
-        if self.kind == "replace-expression":
-            return "expression" + (f" in {', '.join(self.within)}" if self.within else "")
-        return f"custom {self.custom_class} from {self.custom_file}"
-
-
-@dataclass(frozen=True)
-class Patchset:
-    """A validated patchset file."""
-
-    name: str
-    description: str
-    modules: tuple[str, ...]
-    operations: tuple[Operation, ...]
-    backup_template: str
-    #: the YAML path (display form)
-    source: str
-    #: sha256 of the YAML bytes and every custom transformer file: keys caches and ledgers
-    fingerprint: str
-
-    def ops_for(self, module: str) -> tuple[Operation, ...]:
-        return tuple(op for op in self.operations if op.module == module)
 
 
 def _expr_problem(text: str) -> str | None:
@@ -116,19 +54,12 @@ def _expr_problem(text: str) -> str | None:
     return None
 
 
-def _template_problem(text: str) -> str | None:
-    if "/" in text or "\\" in text:
-        return "backup template must be a file name, not a path"
-    try:
-        names = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
-    except ValueError as exc:
-        return f"bad backup template: {exc}"
-    unknown = names - _TEMPLATE_FIELDS
-    if unknown:
-        return f"unknown placeholder {{{sorted(unknown)[0]}}} (known: file, date, name, slug)"
-    if "file" not in names:
-        return "backup template must contain {file}"
-    return None
+def _template_problem(text: str, modules: Sequence[str] = ()) -> str | None:
+    """Why a backup template cannot be used (see config/templates.py); also for
+    ``apply --backup-template``."""
+    from variantctl.config.templates import backup_template_problem
+
+    return backup_template_problem(text, modules)
 
 
 _EXPR = Str(what="a Python expression")
@@ -180,6 +111,11 @@ _OP_SCHEMAS: dict[str, Struct] = {
                           what="a .py file name next to the patchset"), required=True),
         "class": Field(Str(pattern=r"[A-Za-z_][A-Za-z0-9_]*", what="a class name"),
                        required=True),
+    }),
+    "instrument": Struct("instrument operation", {
+        **_COMMON,
+        "functions": Field(ListOf(_QUAL, min_len=1, single=True), required=True),
+        "sync": Field(Bool()),
     }),
 }
 
@@ -234,7 +170,7 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
     if len(set(modules)) != len(modules):
         raise doc.error(("modules",), "a module is listed twice")
     template = top.get("backup", DEFAULT_BACKUP_TEMPLATE)
-    problem = _template_problem(template)
+    problem = _template_problem(template, modules)
     if problem:
         raise doc.error(("backup",), problem)
     if path.stem != top["name"]:
@@ -244,6 +180,7 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
     digest = hashlib.sha256(path.read_bytes())
     ops: list[Operation] = []
     seen: dict[str, int] = {}
+    instrumented: dict[str, int] = {}
     for i, raw in enumerate(top["operations"]):
         opath: KeyPath = ("operations", i)
         data = _check_operation(raw, opath, doc)
@@ -260,8 +197,11 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
             raise doc.error((*opath, "id"), f"duplicate operation id {op_id!r} "
                             f"(also operation {seen[op_id] + 1})")
         seen[op_id] = i
+        if data["op"] == "instrument":
+            _check_instrument(data, module, instrumented, opath, doc)
         m = doc.mark(opath)
         custom_file = data.get("file")
+        custom_impl = None
         if custom_file is not None:
             cpath = path.parent / custom_file
             if not cpath.is_file():
@@ -269,6 +209,7 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
                                 f"not found next to the patchset")
             digest.update(cpath.read_bytes())
             custom_file = str(cpath)
+            custom_impl = _import_custom(custom_file, data["class"], doc, (*opath, "file"))
         ops.append(Operation(
             id=op_id,
             kind=data["op"],
@@ -286,6 +227,9 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
             count=data.get("count", 1),
             custom_file=custom_file,
             custom_class=data.get("class"),
+            custom_impl=custom_impl,
+            functions=tuple(data.get("functions", ())),
+            sync=bool(data.get("sync", False)),
         ))
     return Patchset(
         name=top["name"],
@@ -296,6 +240,37 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
         source=source,
         fingerprint=digest.hexdigest(),
     )
+
+
+def _check_instrument(data: dict[str, Any], module: str, instrumented: dict[str, int],
+                      path: KeyPath, doc: Document) -> None:
+    # one instrument operation per module: its state then covers the inlined
+    # recorder and every decorator, so it stays decidable and exactly reversible
+    if module in instrumented:
+        raise doc.error(path, f"a second instrument operation for module {module!r} "
+                        f"(also operation {instrumented[module] + 1})",
+                        hint="list every function of the module in one operation's `functions`")
+    instrumented[module] = int(path[-1])
+    functions = data["functions"]
+    dup = sorted({f for f in functions if functions.count(f) > 1})
+    if dup:
+        raise doc.error((*path, "functions"), f"{dup[0]!r} is listed twice")
+    if "count" in data:
+        raise doc.error((*path, "count"), "`count` does not apply to instrument (every "
+                        "definition of a listed function is instrumented)")
+
+
+def _import_custom(file: str, class_name: str, doc: Document, path: KeyPath) -> type[Any]:
+    # imported now, so a module that raises (SystemExit too) or lacks the class is
+    # bad input (exit 2) at its `file:` key, not a surprise while a root is locked
+    from variantctl.config.customcode import load_class
+    from variantctl.patching.userhooks import CustomOpError
+
+    try:
+        return load_class(file, class_name)
+    except CustomOpError as exc:
+        raise doc.error(path, str(exc), hint="fix the transformer file; loading it runs "
+                                             "its code") from None
 
 
 class _AnyValue(Str):

@@ -17,21 +17,17 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from variantctl.config.yamlload import Document, KeyPath
+from variantctl.spelling import did_you_mean
+
+__all__ = ["Any_", "Bool", "Check", "Enum", "Field", "Float", "Int", "ListOf", "MapOf",
+           "Nullable", "OneOf", "Schema", "Str", "Struct", "did_you_mean", "type_name"]
 
 _MISSING: Any = object()
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """``did you mean 'x'?`` for the closest of ``choices``, or None."""
-    import difflib  # only needed on the error path
-
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 def type_name(value: Any) -> str:

@@ -36,14 +36,68 @@ from variantctl.errors import ConfigError
 from variantctl.logs.model import KINDS, Catalog, Context, Phase, Signature, compile_pattern
 
 _ID = r"[a-z0-9][a-z0-9-]*"
+_FN = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 def _regex_problem(value: str) -> str | None:
     try:
-        compile_pattern(value)
+        rx = compile_pattern(value)
     except re.error as exc:
         return f"invalid regular expression: {exc}"
+    nested = nested_repeat(rx.pattern)
+    if nested:
+        return (f"regular expression has a repetition inside a repetition ({nested}): on a "
+                "line that almost matches it backtracks exponentially and would hang "
+                "classify; repeat a single item instead (e.g. '(?:ab)+' not '(?:a+b?)+')")
     return None
+
+
+def nested_repeat(pattern: str) -> str | None:
+    """The first unbounded repeat that contains another unbounded repeat (``(a+)+``,
+    ``(\\w+\\s*)*``), the shape behind catastrophic backtracking; None when there is none.
+    (A literal space in a catalog pattern is ``\\s*``, so ``(\\w+ )+`` counts too.)"""
+    import importlib
+
+    # the stdlib's own regex parser (exact, no guessing; private, hence untyped)
+    sre: Any = importlib.import_module("re._parser")
+
+    def walk(items: Any, inside: bool) -> str | None:
+        for op, arg in items:
+            if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+                _lo, hi, sub = arg
+                unbounded = hi == sre.MAXREPEAT or hi > 64
+                if unbounded and inside and op != sre.POSSESSIVE_REPEAT:
+                    return "nested"
+                found = walk(sub, inside or (unbounded and op != sre.POSSESSIVE_REPEAT))
+                if found:
+                    return found
+            elif op in (sre.SUBPATTERN, sre.ATOMIC_GROUP):
+                sub = arg[-1] if op == sre.SUBPATTERN else arg
+                found = walk(sub, inside and op != sre.ATOMIC_GROUP)
+                if found:
+                    return found
+            elif op == sre.BRANCH:
+                for branch in arg[1]:
+                    found = walk(branch, inside)
+                    if found:
+                        return found
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                found = walk(arg[1], inside)
+                if found:
+                    return found
+        return None
+
+    try:
+        tree = sre.parse(pattern)
+    except re.error:
+        return None
+    if walk(tree, False) is None:
+        return None
+    return _describe_nested(pattern)
+
+
+def _describe_nested(pattern: str) -> str:
+    return pattern if len(pattern) <= 60 else pattern[:57] + "..."
 
 
 def _keyword_problem(value: str) -> str | None:
@@ -81,6 +135,9 @@ SIGNATURE = Struct(
         "message": Field(Str(), required=True),
         "remediation": Field(Str(allow_empty=True), default=""),
         "generic": Field(Bool(), default=False),
+        "ends_server": Field(Bool(), default=False),
+        "frames": Field(ListOf(Str(pattern=_FN, what="a Python function name"), single=True),
+                        default=()),
         "phase": Field(Str(pattern=_ID, what="a phase id")),
         "examples": Field(ListOf(Str(), single=True), default=()),
     },
@@ -96,6 +153,10 @@ PHASE = Struct(
         "end_keywords": Field(ListOf(_KEYWORD, single=True), default=()),
         "end": Field(ListOf(_REGEX, single=True), default=()),
         "hang": Field(Str(pattern=_ID, what="a signature id")),
+        "serving": Field(Bool(), default=False),
+        "engine_ready": Field(Bool(), default=False),
+        "frames": Field(ListOf(Str(pattern=_FN, what="a Python function name"), single=True),
+                        default=()),
     },
 )
 
@@ -166,6 +227,17 @@ def load_catalog(extra_dirs: Sequence[Path] = ()) -> Catalog:
                    sources=tuple(sources))
 
 
+def signatures_from_text(text: str, source: str, catalog: Catalog) -> Catalog:
+    """``catalog`` plus the signatures of one user signature file given as text (the same
+    checks as a file in a signature directory: a problem raises ConfigError)."""
+    doc = load_yaml_text(text, source)
+    data = USER_FILE.check(doc.data, (), doc)
+    sigs = {s.id: s for s in catalog.signatures}
+    _add(sigs, data["signatures"], doc, {p.id for p in catalog.phases}, replace=True)
+    return Catalog(version=catalog.version, signatures=tuple(sigs.values()),
+                   phases=catalog.phases, sources=(*catalog.sources, source))
+
+
 def _phase(data: dict[str, Any], path: tuple[Any, ...], doc: Document) -> Phase:
     return Phase(
         id=data["id"],
@@ -175,6 +247,9 @@ def _phase(data: dict[str, Any], path: tuple[Any, ...], doc: Document) -> Phase:
         end=tuple(compile_pattern(p) for p in data["end"]),
         end_keywords=tuple(data["end_keywords"]),
         hang=data.get("hang"),
+        serving=data["serving"],
+        engine_ready=data["engine_ready"],
+        frames=tuple(data["frames"]),
     )
 
 
@@ -247,6 +322,9 @@ def _signature(
         versions=data["versions"],
         context=context,
         generic=data["generic"],
+        ends_server=data["ends_server"],
+        frames=tuple(data["frames"]),
         phase=phase,
         source=doc.source,
+        examples=tuple(data["examples"]),
     )

@@ -12,6 +12,7 @@ and rejects missing parents and ``extends`` cycles. Inheritance itself is pure
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,21 +49,18 @@ from variantctl.variants.flags import flag_problem, normalise_backend, normalise
 from variantctl.variants.model import Layer
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+#: a variant name becomes file names (pid file, run record, log, script, run directory)
+MAX_NAME_LEN = 100
+NAME_RULE = (f"letters, digits, '_', '.' and '-', starting with a letter or digit, "
+             f"at most {MAX_NAME_LEN} characters")
 #: placeholders of the ``log`` template (filled by render_log_path)
 LOG_FIELDS = ("workdir", "name", "host", "port")
 
 def _log_problem(template: str) -> str | None:
-    import string
+    # format specs, NUL, nameless fields, variantctl's own files: config/templates.py
+    from variantctl.config.templates import log_template_problem
 
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-    except ValueError as exc:
-        return f"invalid log template: {exc} (write literal braces as {{{{ and }}}})"
-    for name in fields:
-        if name not in LOG_FIELDS:
-            return (f"unknown placeholder {{{name}}} in log template; "
-                    f"known: {', '.join('{' + f + '}' for f in LOG_FIELDS)}")
-    return None
+    return log_template_problem(template)
 
 
 _SCALAR = OneOf(Str(allow_empty=True), Int(), Float(), Bool())
@@ -104,6 +102,8 @@ class Catalog:
     variants_dir: Path
     layers: Mapping[str, Layer] = field(default_factory=lambda: MappingProxyType({}))
     hosts: Mapping[str, Host] = field(default_factory=lambda: MappingProxyType({}))
+    #: inheritance results per variant, filled by variants.resolve (the layers never change)
+    resolved_memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def names(self) -> list[str]:
         return sorted(self.layers)
@@ -121,6 +121,7 @@ def load_catalog(variants_dir: Path, environ: Mapping[str, str] | None = None) -
     hosts = load_hosts_file(variants_dir / HOSTS_FILE, environ,
                             display=_display(variants_dir / HOSTS_FILE, base))
     layers: dict[str, Layer] = {}
+    by_fold: dict[str, str] = {}  # casefolded name -> name, to refuse `Co` beside `co`
     if variants_dir.is_dir():
         files = sorted(p for p in variants_dir.iterdir()
                        if p.suffix in {".yaml", ".yml"} and p.stem != "hosts" and p.is_file())
@@ -132,6 +133,15 @@ def load_catalog(variants_dir: Path, environ: Mapping[str, str] | None = None) -
                     f"variant {layer.name!r} is defined twice (also in {first})",
                     source=layer.source,
                     hint="variant names must be unique; rename one file or its `name:`",
+                )
+            folded = by_fold.setdefault(layer.name.casefold(), layer.name)
+            if folded != layer.name:
+                raise ConfigError(
+                    f"variant {layer.name!r} differs from {folded!r} "
+                    f"({layers[folded].source}) only in case",
+                    source=layer.source,
+                    hint="on a case-insensitive file system they would share one pid file "
+                         "and run record; rename one",
                 )
             layers[layer.name] = layer
     check_graph(layers)
@@ -154,7 +164,18 @@ def load_variant_file(
     if doc.data is None:
         raise doc.error((), "empty variant file", hint="write at least `extends:` or `args:`")
     data: dict[str, Any] = _VARIANT.check(doc.data, (), doc)
+    _check_name(data.get("name", path.stem), "name" in data, doc)
     return layer_from(data, doc, path.stem, environ)
+
+
+def _check_name(name: str, from_key: bool, doc: Document) -> None:
+    """Names are identities: each one must map to its own pid file, record and log."""
+    if re.fullmatch(NAME_PATTERN, name) and len(name) <= MAX_NAME_LEN:
+        return
+    where = "`name:`" if from_key else "the file name"
+    raise doc.error(("name",) if from_key else (),
+                    f"variant name {name!r} (from {where}) is not valid: use {NAME_RULE}",
+                    hint="rename the file" if not from_key else "change `name:`")
 
 
 def layer_from(
@@ -181,6 +202,11 @@ def layer_from(
             origin(("vendor", k), f"vendor.{k}")
     if "model" in data:
         values["model"] = None if data["model"] is None else ex(data["model"], ("model",))
+        if values["model"] is not None and values["model"].startswith("-"):
+            # the server's argparse would take it for an option, not the model
+            raise doc.error(("model",), f"model {values['model']!r} starts with '-'",
+                            hint="a model is a path or a hub id; write ./NAME for a local "
+                                 "directory whose name starts with '-'")
         origin(("model",), "model")
     if "log" in data:
         values["log"] = None if data["log"] is None else ex(data["log"], ("log",))

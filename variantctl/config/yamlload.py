@@ -4,6 +4,25 @@
 PyYAML's *safe* constructor, so no tags can run code) plus a map from key path
 to ``line:column``, so schema errors can name the exact spot. Duplicate keys,
 which PyYAML silently collapses, are reported as errors.
+
+Every YAML file variantctl reads (variants, hosts, patchsets, signatures) comes
+through here, so the limits that keep a hostile or careless file from
+exhausting memory or the stack live here too, checked while the node graph is
+composed (before anything is expanded):
+
+- a file larger than :data:`MAX_FILE_BYTES` is refused (no more than that is
+  read), and a device, FIFO or socket is not read at all;
+- nesting deeper than :data:`MAX_DEPTH` levels is refused (PyYAML composes
+  recursively: a few hundred levels would overflow the Python stack);
+- an alias that refers to a node still being composed (``tags: &a [*a]``) is
+  refused: the value would be infinite;
+- a document whose tree, with every alias expanded, holds more than
+  :data:`MAX_NODES` nodes is refused ("billion laughs"): aliases are shared in
+  the node graph, but the position map and the schema checks walk the expanded
+  tree, so its size is what costs memory and time.
+
+A NUL character in any key or string value is refused as well: no setting can
+carry one to a shell, an argv or a file name as written.
 """
 
 from __future__ import annotations
@@ -17,6 +36,13 @@ import yaml
 from variantctl.errors import ConfigError
 
 KeyPath = tuple[Any, ...]
+
+#: nesting levels a document may have, counted on the alias-expanded tree
+MAX_DEPTH = 100
+#: nodes (scalars, lists, mappings, keys) a document may expand to through aliases
+MAX_NODES = 100_000
+#: bytes a YAML file may hold; catalogs are a few KiB, so this only stops accidents
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -80,8 +106,12 @@ def format_path(path: KeyPath) -> str:
 
 
 def load_yaml_text(text: str, source: str) -> Document:
-    """Parse one YAML document; ConfigError (with line:column) on any syntax problem."""
-    loader = yaml.SafeLoader(text)
+    """Parse one YAML document; ConfigError (with line:column) on any syntax problem.
+
+    Also ConfigError for a document beyond the limits above (depth, recursive
+    alias, expanded size), located at the node that crosses the limit.
+    """
+    loader = _BoundedLoader(text, source)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -105,11 +135,83 @@ def load_yaml_text(text: str, source: str) -> Document:
         loader.dispose()
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer measures every node on the alias-expanded tree.
+
+    For each composed node it keeps the expanded size and height (children are
+    composed first, an alias contributes its anchored node's figures), so the
+    cost is linear in the *text*, however far the aliases would expand.
+    """
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self._source = source
+        self._depth = 0
+        self._open_anchors: set[str] = set()
+        #: id(node) -> (expanded node count, expanded height); nodes stay alive in the graph
+        self._measure: dict[int, tuple[int, int]] = {}
+
+    def _refuse(self, message: str, mark: Any, hint: str) -> ConfigError:
+        return ConfigError(message, source=self._source, line=mark.line + 1,
+                           column=mark.column + 1, hint=hint)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self._open_anchors:
+                raise self._refuse(
+                    f"recursive alias *{event.anchor}: the value would contain itself",
+                    event.start_mark, "an alias can only refer to a node that is complete")
+            target = super().compose_node(parent, index)
+            assert target is not None  # an alias event always yields its anchored node
+            self._check(target, event.start_mark)  # located at the alias, not its anchor
+            return target
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise self._refuse(f"nesting deeper than {MAX_DEPTH} levels",
+                               event.start_mark, "variantctl files need only a few levels")
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            self._open_anchors.add(anchor)
+        node = super().compose_node(parent, index)
+        assert node is not None  # peek_event saw a scalar, sequence or mapping start
+        if anchor is not None:
+            self._open_anchors.discard(anchor)
+        self._depth -= 1
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                children += (k, v)
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        figures = [self._measure[id(c)] for c in children]
+        self._measure[id(node)] = (1 + sum(f[0] for f in figures),
+                                   1 + max((f[1] for f in figures), default=0))
+        self._check(node, node.start_mark)
+        return node
+
+    def _check(self, node: yaml.Node, mark: Any) -> None:
+        size, height = self._measure[id(node)]
+        if size > MAX_NODES:
+            raise self._refuse(
+                f"this value expands to more than {MAX_NODES} nodes once aliases are expanded",
+                mark, "aliases (*name) repeat their anchor's whole value; use fewer of them")
+        if height > MAX_DEPTH:
+            raise self._refuse(
+                f"this value nests deeper than {MAX_DEPTH} levels once aliases are expanded",
+                mark, "variantctl files need only a few levels")
+
+
 def load_yaml_file(path: Path, *, display: str | None = None) -> Document:
     """Read and parse ``path``; ConfigError for missing, unreadable or non-UTF-8 files."""
     source = display or str(path)
     try:
-        raw = path.read_bytes()
+        # a FIFO would block the open, a device (a link to /dev/zero) never ends
+        if path.exists() and not path.is_dir() and not path.is_file():
+            raise ConfigError("not a regular file (a device, FIFO or socket)", source=source)
+        # bounded read: a runaway generated file must not fill memory
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError("file not found", source=source) from None
     except IsADirectoryError:
@@ -118,6 +220,9 @@ def load_yaml_file(path: Path, *, display: str | None = None) -> Document:
         raise ConfigError("permission denied", source=source) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=source) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, "
+                          "too large for a variantctl YAML file", source=source)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -148,6 +253,8 @@ def _walk(node: yaml.Node, path: KeyPath, doc: Document) -> None:
                     line=key_node.start_mark.line + 1,
                     column=key_node.start_mark.column + 1,
                 )
+            if "\0" in key_node.value:
+                _refuse_nul(key_node, path, doc)
             key = _scalar_key(key_node)
             kmark = Mark(doc.source, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if key in seen:
@@ -165,6 +272,19 @@ def _walk(node: yaml.Node, path: KeyPath, doc: Document) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _walk(item, (*path, i), doc)
+    elif isinstance(node, yaml.ScalarNode) and "\0" in node.value:
+        _refuse_nul(node, path, doc)
+
+
+def _refuse_nul(node: yaml.Node, path: KeyPath, doc: Document) -> None:
+    # Only a double-quoted "\0" escape can produce one. No setting can hold a NUL:
+    # a shell drops everything after it, argv and environ cannot carry it, so a
+    # value would silently not reach the server (or a file name) as written.
+    m = node.start_mark
+    raise ConfigError("a NUL character (\\0) is not allowed in a variantctl file",
+                      source=doc.source, line=m.line + 1, column=m.column + 1,
+                      key_path=format_path(path) or None,
+                      hint="remove the \\0 escape from this string")
 
 
 def _scalar_key(node: yaml.ScalarNode) -> Any:

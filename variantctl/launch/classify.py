@@ -67,7 +67,7 @@ class ClassifierAdapter:
     @classmethod
     def create(cls, *, stall_seconds: float, clock: Any, catalog: Any = None) -> ClassifierAdapter:
         """A fresh classifier with the default (shipped + user) signature catalog."""
-        from variantctl.logs.catalog import default_catalog
+        from variantctl.config.catalog import default_catalog
         from variantctl.logs.stream import StreamClassifier
 
         return cls(StreamClassifier(catalog or default_catalog(), stall_seconds=stall_seconds,
@@ -87,6 +87,10 @@ class ClassifierAdapter:
 
     def tick(self) -> Decision | None:
         return self._decision(self.stream.tick())
+
+    def activity(self) -> None:
+        """The stall clock restarts (the server only now began to run)."""
+        self.stream.activity()
 
     def _finish(self, exited: bool) -> Any:
         result = self.stream.finish(exited=exited)

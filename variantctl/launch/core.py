@@ -17,16 +17,18 @@ runs on the host):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from variantctl.config.hosts import Host, get_host
-from variantctl.env import Environment
+from variantctl.config.hosts import Host
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
-from variantctl.launch.archive import new_run_dir, read_run_json, write_file_atomic, write_run_json
-from variantctl.launch.classify import ClassifierAdapter
+from variantctl.launch.classify import ClassifierAdapter, Decision
+from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import (
     StopOutcome,
     layout_for,
@@ -34,8 +36,6 @@ from variantctl.launch.servers import (
     load_record,
     remove_record,
     save_record,
-    statuses,
-    stop_server,
 )
 from variantctl.launch.watch import (
     EXITED,
@@ -47,11 +47,17 @@ from variantctl.launch.watch import (
     WatchOutcome,
     watch,
 )
-from variantctl.runs.record import HostLayout, RunRecord, ServerRecord, stamp_of
+from variantctl.logs.expect import Mismatch
+from variantctl.runs.record import HostLayout, ServerRecord, stamp_of
+from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict, run_key, thaw
+from variantctl.runs.store import RunDir, RunStore
 from variantctl.targets.base import Target
-from variantctl.targets.process import is_alive, port_in_use, spawn_detached
 from variantctl.variants.model import ResolvedVariant
 from variantctl.variants.modelinfo import ModelInfo
+from variantctl.variants.rules import Finding
+
+if TYPE_CHECKING:
+    from variantctl.patching.model import Patchset
 
 
 class LaunchUI(Protocol):
@@ -79,8 +85,8 @@ class QuietUI:
 
 @dataclass(frozen=True)
 class LaunchOptions:
-    host: str | None = None
-    port: int | None = None
+    """How to launch (the variant and host are resolved by the caller)."""
+
     apply_patches: bool = False
     force: bool = False
     replace: bool = False
@@ -89,31 +95,62 @@ class LaunchOptions:
     stall: float | None = None
     keep: bool = False
     grace: float = 10.0
+    #: more of what decides the run's outcome, hashed into its id (a sweep's bench parameters)
+    key_extra: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
-class ExpectCheck:
-    fact: str
-    expected: Any
-    actual: Any
-    ok: bool
+class LaunchContext:
+    """What a launch needs that is not on the host: loaded by the caller (the CLI, a
+    sweep) so that :func:`launch_variant` reads no YAML and resolves no names."""
+
+    runs: RunStore
+    clock: Callable[[], float]
+    now: Callable[[], datetime]
+    #: every configured host (pre-flight rules read their vLLM and vendor facts)
+    hosts: Mapping[str, Host]
+    #: every patchset of the project, loaded (the variant's ``requires`` must be among them);
+    #: the state of each on the host's roots is part of what decides a run
+    patchsets: Mapping[str, Patchset]
+    #: names of every patchset in the project (None: the requires rule is skipped)
+    known_patchsets: tuple[str, ...] | None
+    #: the classifier's signature catalog
+    signatures: Any
+
+
+@dataclass(frozen=True)
+class PatchState:
+    """A patchset's state on every root of the host, file hashes included (or why it
+    could not be read there: e.g. the host has no copy of its module)."""
+
+    name: str
+    roots: Mapping[str, str]
+    files: tuple[Mapping[str, Any], ...]
+    required: bool = False
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"fact": self.fact, "expected": self.expected, "actual": self.actual, "ok": self.ok}
+        out: dict[str, Any] = {"roots": dict(self.roots), "files": [dict(f) for f in self.files],
+                               "required": self.required}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class LaunchResult:
     variant: str
     host: str
     record: ServerRecord | None = None
+    run_id: str | None = None
     run_dir: Path | None = None
     outcome: WatchOutcome | None = None
-    expect: list[ExpectCheck] = field(default_factory=list)
+    #: what the log contradicts of the variant's ``expect`` and flags (logs.expect)
+    expect: tuple[Mismatch, ...] = ()
     stopped: StopOutcome | None = None
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    patches: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    findings: tuple[Finding, ...] = ()
+    patches: tuple[PatchState, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -121,76 +158,48 @@ class LaunchResult:
 
     @property
     def expect_ok(self) -> bool:
-        return all(e.ok for e in self.expect)
-
-    @property
-    def exit_code(self) -> int:
-        verdict = self.verdict
-        if verdict in ("started", READY):
-            return ExitCode.OK if self.expect_ok else ExitCode.FAILED
-        return {HANG: ExitCode.HANG, TIMEOUT: ExitCode.TIMEOUT}.get(verdict, ExitCode.FAILED)
+        return not self.expect
 
 
-# -- checks ------------------------------------------------------------------------
-
-
-def fact_value(facts: dict[str, Any], name: str) -> Any:
-    """A fact by name: a top-level fact, else a key of the effective configuration."""
-    if name in facts and name != "config":
-        return facts[name]
-    config = facts.get("config") or {}
-    return config.get(name)
-
-
-def _same(expected: Any, actual: Any) -> bool:
-    if actual is None:
-        return expected is None
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return str(expected).lower() == str(actual).lower()
-    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        return float(expected) == float(actual)
-    return str(expected) == str(actual)
-
-
-def check_expect(expect: dict[str, Any], facts: dict[str, Any]) -> list[ExpectCheck]:
-    """Compare the variant's ``expect`` with the facts the log reported."""
-    out = []
-    for name, expected in expect.items():
-        actual = fact_value(facts, name)
-        out.append(ExpectCheck(name, expected, actual, _same(expected, actual)))
-    return out
-
-
-def preflight(env: Environment, variant: ResolvedVariant, hosts: Any,
-              model: ModelInfo | None = None) -> list[Any]:
+def preflight(variant: ResolvedVariant, ctx: LaunchContext,
+              model: ModelInfo | None = None) -> list[Finding]:
     """The pre-flight rules for one variant, with its model's facts when they were read."""
-    from variantctl.config.patchsets import patchset_names
     from variantctl.variants.check import check
 
-    known = patchset_names(env.patchsets_dir) if env.patchsets_dir.is_dir() else []
-    return check([variant], known, hosts, models={variant.name: model} if model else None)
+    return check([variant], ctx.known_patchsets, ctx.hosts,
+                 models={variant.name: model} if model else None)
 
 
 def ensure_patches(
-    env: Environment, target: Target, host: Host, names: tuple[str, ...], *, apply: bool,
-    ui: LaunchUI,
-) -> dict[str, Any]:
-    """State (per root, with sha256 per file) of each required patchset; applies
-    missing ones when ``apply``; refuses the launch otherwise."""
-    if not names:
-        return {}
-    from variantctl.config.patchsets import load_patchset
+    target: Target, host: Host, variant: ResolvedVariant, ctx: LaunchContext, *, apply: bool,
+    now: datetime, ui: LaunchUI,
+) -> tuple[PatchState, ...]:
+    """The state (per root, with sha256 per file) of every patchset of the project on the
+    host. The variant's ``requires`` must be applied everywhere (applied now when
+    ``apply``, else the launch is refused); the others are recorded as they are, so a
+    hand-applied patch (the seed's story) makes a different run key."""
     from variantctl.patching.states import APPLIED
     from variantctl.targets.patchrun import execute_apply, execute_status, roots_state
     from variantctl.targets.roots import resolve_roots
 
-    out: dict[str, Any] = {}
-    for name in names:
-        patchset = load_patchset(env.patchsets_dir, name)
-        roots = resolve_roots(target, host, patchset.modules)
-        report = execute_status(target, roots, patchset)
+    for name in variant.requires:
+        if name not in ctx.patchsets:
+            raise NotFoundError(f"variant {variant.name} requires patchset {name}, "
+                                "which was not loaded")
+    out: list[PatchState] = []
+    for name in sorted(ctx.patchsets):
+        patchset = ctx.patchsets[name]
+        required = name in variant.requires
+        try:
+            roots = resolve_roots(target, host, patchset.modules)
+            report = execute_status(target, roots, patchset)
+        except VariantctlError as exc:
+            if required:
+                raise
+            out.append(PatchState(name, MappingProxyType({}), (), error=exc.message))
+            continue
         states = roots_state(report)
-        if set(states.values()) != {APPLIED}:
+        if required and set(states.values()) != {APPLIED}:
             listing = ", ".join(f"{r}: {s}" for r, s in states.items())
             if not apply:
                 raise VariantctlError(
@@ -201,7 +210,7 @@ def ensure_patches(
                     exit_code=ExitCode.CONFLICT,
                 )
             ui.note(f"applying {name} on {host.name} ({listing})")
-            applied = execute_apply(target, roots, patchset, now=env.now())
+            applied = execute_apply(target, roots, patchset, now=now)
             if applied.exit_code != ExitCode.OK:
                 problems = "; ".join(f"{f.path}: {f.message or f.action}" for f in applied.files
                                      if f.action not in ("applied", "unchanged"))
@@ -212,24 +221,27 @@ def ensure_patches(
                 )
             report = execute_status(target, roots, patchset)
             states = roots_state(report)
-        out[name] = {
-            "roots": states,
-            "files": [{"root": f.root, "path": f.path, "state": f.state,
-                       "sha256": f.sha256_before} for f in report.files],
-        }
-    return out
+        out.append(PatchState(
+            name=name,
+            roots=MappingProxyType(dict(states)),
+            files=tuple(MappingProxyType({"root": f.root, "path": f.path, "state": f.state,
+                                          "sha256": f.sha256_before}) for f in report.files),
+            required=required,
+        ))
+    return tuple(out)
 
 
 def _clear_the_way(
     target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant, *, replace: bool,
     grace: float, ui: LaunchUI,
 ) -> None:
+    launcher = launcher_for(host)
     existing = load_record(target, layout, variant.name)
     if existing is not None:
-        (st,) = statuses(target, [existing], probe=False)
+        (st,) = launcher.statuses(target, [existing], probe=False)
         # a record is only stale when its leader is gone too (checked on its own, so a
         # short read of the process table can never orphan a running server)
-        if not st.alive and not is_alive(target, existing.pid):
+        if not st.alive and not launcher.probe(target, existing, health=False).alive:
             remove_record(target, layout, existing)
             ui.note(f"removed a stale pid file of {variant.name} on {host.name} "
                     f"(pid {existing.pid} is gone)")
@@ -243,16 +255,16 @@ def _clear_the_way(
                 hint="variantctl stop " + variant.name + " first, or launch with --replace",
                 exit_code=ExitCode.FAILED,
             )
-    if not port_in_use(target, variant.port):
+    if not launcher.port_in_use(target, layout, variant.port):
         return
     if replace:
         holders = [r for r in list_records(target, layout) if r.port == variant.port]
-        for st in statuses(target, holders, probe=False):
+        for st in launcher.statuses(target, holders, probe=False):
             if st.alive:
                 ui.note(f"stopping {st.record.variant} on {host.name}: it holds port "
                         f"{variant.port}")
                 _stop_or_fail(target, host, layout, st.record, grace)
-        if not port_in_use(target, variant.port):
+        if not launcher.port_in_use(target, layout, variant.port):
             return
     raise VariantctlError(
         f"port {variant.port} is already in use on host {host.name}",
@@ -264,7 +276,7 @@ def _clear_the_way(
 
 def _stop_or_fail(target: Target, host: Host, layout: HostLayout, record: ServerRecord,
                   grace: float) -> None:
-    outcome = stop_server(target, layout, record, grace=grace, python=host.python)
+    outcome = launcher_for(host).stop(target, layout, record, grace=grace)
     if not outcome.ok:
         raise VariantctlError(
             f"could not stop {record.variant} (pid {record.pid}): "
@@ -276,69 +288,89 @@ def _stop_or_fail(target: Target, host: Host, layout: HostLayout, record: Server
 # -- launch / watch ----------------------------------------------------------------
 
 
-def resolve_launch(env: Environment, name: str, opts: LaunchOptions) -> tuple[Any, Host, Any]:
-    """(variant, host, catalog) for a launch."""
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.resolve import resolve
+@dataclass
+class _Draft:
+    """The result while the launch builds it (frozen into a LaunchResult for callers)."""
 
-    catalog = load_catalog(env.variants_dir)
-    variant = resolve(catalog, name, host=opts.host, port=opts.port)
-    host = get_host(catalog.hosts, variant.host)
-    return variant, host, catalog
+    variant: str
+    host: str
+    record: ServerRecord | None = None
+    run: RunDir | None = None
+    outcome: WatchOutcome | None = None
+    expect: tuple[Mismatch, ...] = ()
+    stopped: StopOutcome | None = None
+    findings: tuple[Finding, ...] = ()
+    patches: tuple[PatchState, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    script: str = ""
+    timings: dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+    created_at: str = ""
+
+    def freeze(self) -> LaunchResult:
+        return LaunchResult(
+            variant=self.variant, host=self.host, record=self.record,
+            run_id=self.run.run_id if self.run else None,
+            run_dir=self.run.path if self.run else None,
+            outcome=self.outcome, expect=self.expect, stopped=self.stopped,
+            findings=self.findings, patches=self.patches, notes=tuple(self.notes),
+        )
 
 
-def launch(env: Environment, name: str, opts: LaunchOptions, ui: LaunchUI | None = None
-           ) -> LaunchResult:
-    """Start variant ``name`` and (unless ``opts.wait`` is False) watch it to a verdict."""
-    from variantctl.targets.connect import open_target
+def launch_variant(
+    target: Target, host: Host, variant: ResolvedVariant, opts: LaunchOptions,
+    ctx: LaunchContext, ui: LaunchUI | None = None,
+) -> LaunchResult:
+    """Start ``variant`` on the open ``target`` and (unless ``opts.wait`` is False) watch
+    it to a verdict. Loads no YAML, resolves no names: the caller passes everything."""
     from variantctl.targets.modelfacts import read_model_info
     from variantctl.variants.check import has_errors
     from variantctl.variants.render import render_script
 
     ui = ui or QuietUI()
-    variant, host, catalog = resolve_launch(env, name, opts)
-    result = LaunchResult(variant.name, host.name)
-    script = render_script(variant, host)
-    with open_target(host) as target:
-        # the model's config.json as the host sees it (pre-flight needs its head count
-        # and length limit); nothing has been started yet when pre-flight refuses
-        findings = preflight(env, variant, catalog.hosts, read_model_info(target, variant.model))
-        result.findings = [f.to_dict() for f in findings]
-        for f in findings:
-            ui.note(f"pre-flight {f.severity}: {f.message}"
-                    + (f" (would fail as {f.signature})" if f.signature else ""))
-        if has_errors(findings) and not opts.force:
-            raise VariantctlError(
-                f"pre-flight check of {variant.name} found errors; not launching",
-                hint="fix the variant, or launch with --force to try anyway",
-                exit_code=ExitCode.FAILED,
-            )
-        result.patches = ensure_patches(env, target, host, variant.requires,
-                                        apply=opts.apply_patches, ui=ui)
-        layout = layout_for(target, host)
-        _clear_the_way(target, host, layout, variant, replace=opts.replace, grace=opts.grace,
-                       ui=ui)
-        # built before the start, so a broken signature catalog cannot orphan a server
-        classifier = (make_classifier(env, variant, opts) if opts.wait else None)
-        started_clock = env.clock()
-        record, run_dir = start(env, target, host, layout, variant, script, result)
-        result.record, result.run_dir = record, run_dir
-        ui.note(f"started {variant.name} on {host.name}: pid {record.pid}, port {record.port}, "
-                f"log {record.log}")
-        if classifier is None:
-            return result
-        try:
-            follow(env, target, host, layout, variant, record, run_dir, opts, ui, result,
-                   started=started_clock, classifier=classifier)
-        except TargetError as exc:
-            if exc.kind == "unreachable":
-                raise  # the host is gone: the server keeps running there; watch re-attaches
-            _stop_after_error(target, host, layout, record, opts, ui)
-            raise
-        except BaseException:  # interrupted or a bug: leave no orphan server behind
-            _stop_after_error(target, host, layout, record, opts, ui)
-            raise
-    return result
+    launcher = launcher_for(host)
+    # a SLURM job gets a port of its own (before rendering: the port is in the script)
+    variant = launcher.place(target, layout_for(target, host), variant)
+    draft = _Draft(variant.name, host.name)
+    draft.script = render_script(variant, host)
+    # the model's config.json as the host sees it (pre-flight needs its head count
+    # and length limit); nothing has been started yet when pre-flight refuses
+    draft.findings = tuple(preflight(variant, ctx, read_model_info(target, variant.model)))
+    for f in draft.findings:
+        ui.note(f"pre-flight {f.severity}: {f.message}"
+                + (f" (would fail as {f.signature})" if f.signature else ""))
+    if has_errors(list(draft.findings)) and not opts.force:
+        raise VariantctlError(
+            f"pre-flight check of {variant.name} found errors; not launching",
+            hint="fix the variant, or launch with --force to try anyway",
+            exit_code=ExitCode.FAILED,
+        )
+    if launcher.check_patches(variant):
+        draft.patches = ensure_patches(target, host, variant, ctx, apply=opts.apply_patches,
+                                       now=ctx.now(), ui=ui)
+    layout = layout_for(target, host)
+    _clear_the_way(target, host, layout, variant, replace=opts.replace, grace=opts.grace,
+                   ui=ui)
+    # built before the start, so a broken signature catalog cannot orphan a server
+    classifier = make_classifier(ctx, variant, opts) if opts.wait else None
+    started_clock = ctx.clock()
+    record = start(target, host, layout, variant, ctx, draft, opts)
+    ui.note(f"started {variant.name} on {host.name}: pid {record.pid}, port {record.port}, "
+            f"log {record.log}")
+    if classifier is None:
+        return draft.freeze()
+    try:
+        follow(target, host, layout, variant, record, opts, ctx, ui, draft,
+               started=started_clock, classifier=classifier)
+    except TargetError as exc:
+        if exc.kind == "unreachable":
+            raise  # the host is gone: the server keeps running there; watch re-attaches
+        _stop_after_error(target, host, layout, record, opts, ui)
+        raise
+    except BaseException:  # interrupted or a bug: leave no orphan server behind
+        _stop_after_error(target, host, layout, record, opts, ui)
+        raise
+    return draft.freeze()
 
 
 def _stop_after_error(target: Target, host: Host, layout: HostLayout, record: ServerRecord,
@@ -346,73 +378,103 @@ def _stop_after_error(target: Target, host: Host, layout: HostLayout, record: Se
     if opts.keep:
         return
     try:
-        stop_server(target, layout, record, grace=opts.grace, python=host.python)
+        launcher_for(host).stop(target, layout, record, grace=opts.grace)
         ui.note(f"stopped {record.variant} (pid {record.pid}) after the error")
     except Exception as exc:  # the original error matters more
         ui.note(f"could not stop {record.variant} (pid {record.pid}): {exc}")
 
 
-def make_classifier(env: Environment, variant: ResolvedVariant | None,
+def make_classifier(ctx: LaunchContext, variant: ResolvedVariant | None,
                     opts: LaunchOptions) -> ClassifierAdapter:
     stall = opts.stall or (variant.startup.stall if variant else 180.0)
-    return ClassifierAdapter.create(stall_seconds=stall, clock=env.clock)
+    return ClassifierAdapter.create(stall_seconds=stall, clock=ctx.clock,
+                                    catalog=ctx.signatures)
+
+
+def host_identity(host: Host) -> dict[str, Any]:
+    """What of a host decides a run (and is recorded with it)."""
+    return {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
+            "python": host.python, "workdir": host.workdir, "env": dict(host.env),
+            "origin": host.origin}
+
+
+def key_of(variant: ResolvedVariant, host: Host, patches: tuple[PatchState, ...],
+           extra: Mapping[str, Any] | None = None) -> str:
+    """The content key of a launch: resolved variant, host, patch state, extras."""
+    ident = {k: v for k, v in host_identity(host).items() if k != "origin"}
+    return run_key(variant.launch_view(), ident, {p.name: p.to_json() for p in patches}, extra)
 
 
 def start(
-    env: Environment, target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant,
-    script: str, result: LaunchResult,
-) -> tuple[ServerRecord, Path]:
+    target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant,
+    ctx: LaunchContext, draft: _Draft, opts: LaunchOptions,
+) -> ServerRecord:
     """Upload the script, start it detached, record it; open the local run directory."""
-    when = env.now()
+    when = ctx.now()
     stamp = stamp_of(when)
     for d in (layout.logs, layout.run, layout.scripts):
         target.makedirs(d)
     script_path = layout.script(variant.name, stamp)
     log_path = layout.log(variant.name, stamp)
-    target.write_atomic(script_path, script.encode())
-    run_dir = new_run_dir(env.runs_dir, variant.name, when)
-    write_file_atomic(run_dir / "launch.sh", script.encode())
-    pid = spawn_detached(target, script_path, log_path=log_path,
-                         pid_path=layout.pid_file(variant.name))
+    target.write_atomic(script_path, draft.script.encode())
+    draft.key = key_of(variant, host, draft.patches, opts.key_extra)
+    draft.created_at = when.isoformat()
+    run = ctx.runs.create(key=draft.key, variant=variant.name, when=when)
+    draft.run = run
+    ctx.runs.write_file(run.path, "launch.sh", draft.script.encode())
+    pid = launcher_for(host).start(target, name=variant.name, script=script_path,
+                                   log=log_path, pid_file=layout.pid_file(variant.name),
+                                   cwd=layout.workdir)
     record = ServerRecord(variant=variant.name, host=host.name, pid=pid, port=variant.port,
                           log=log_path, script=script_path,
                           pid_file=layout.pid_file(variant.name),
-                          started_at=when.isoformat(), run_dir=str(run_dir))
+                          started_at=when.isoformat(), run_dir=str(run.path))
+    draft.record = record
     save_record(target, layout, record)
-    write_run_json(run_dir, _run_record(variant, host, script, record, result, env,
-                                        timings={"started_at": record.started_at}).to_dict())
-    return record, run_dir
+    draft.timings = {"started_at": record.started_at}
+    ctx.runs.write(run.path, _run_record(variant_json(variant), host, draft))
+    return record
+
+
+def expect_mismatches(variant: ResolvedVariant, decision: Decision | None) -> tuple[Mismatch, ...]:
+    """What the log contradicts of the variant: the one expect engine (logs.expect), fed
+    exactly as ``classify --expect`` feeds it."""
+    from variantctl.logs.expect import check_log
+
+    result = decision.result if decision is not None else None
+    if result is None:
+        return ()
+    return tuple(check_log(result, variant.expect, variant.args))
 
 
 def follow(
-    env: Environment, target: Target, host: Host, layout: HostLayout,
-    variant: ResolvedVariant | None, record: ServerRecord, run_dir: Path, opts: LaunchOptions,
-    ui: LaunchUI, result: LaunchResult, *, started: float | None = None,
-    classifier: ClassifierAdapter | None = None,
-) -> LaunchResult:
+    target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant | None,
+    record: ServerRecord, opts: LaunchOptions, ctx: LaunchContext, ui: LaunchUI,
+    draft: _Draft, *, started: float | None = None, classifier: ClassifierAdapter | None = None,
+) -> None:
     """Watch a started server to its verdict, stop it if it failed, archive."""
+    assert draft.run is not None
     timeout = opts.timeout or (variant.startup.ready_timeout if variant else 600.0)
-    classifier = classifier or make_classifier(env, variant, opts)
+    classifier = classifier or make_classifier(ctx, variant, opts)
+    launcher = launcher_for(host)
     t_watch = time.time()
-    outcome = watch(target, record, classifier, timeout=timeout, clock=env.clock,
-                    on_progress=ui.progress, started=started)
+    outcome = watch(target, record, classifier, timeout=timeout, clock=ctx.clock,
+                    on_progress=ui.progress, started=started, launcher=launcher)
     verdict_wall = time.time()
-    result.outcome = outcome
+    outcome.facts.update(launcher.facts(target, record) or {})
+    draft.outcome = outcome
     if outcome.verdict == READY and variant is not None:
-        result.expect = check_expect(dict(variant.expect), outcome.facts)
-    ui.decided(result)
+        draft.expect = expect_mismatches(variant, outcome.decision)
+    ui.decided(draft.freeze())
     printed_wall = time.time()
     if outcome.verdict in (FAILED, HANG, TIMEOUT, EXITED) and not opts.keep:
-        result.stopped = stop_server(target, layout, record, grace=opts.grace,
-                                     python=host.python)
+        draft.stopped = launcher.stop(target, layout, record, grace=opts.grace)
     try:
         log = target.read_bytes(record.log)
-        write_file_atomic(run_dir / "server.log", log)
+        ctx.runs.write_file(draft.run.path, "server.log", log)
     except TargetError as exc:
-        result.notes.append(f"could not copy the log: {exc.message}")
-    previous = read_run_json(run_dir) or {}
-    timings = dict(previous.get("timings") or {"started_at": record.started_at})
-    timings.update({
+        draft.notes.append(f"could not copy the log: {exc.message}")
+    draft.timings.update({
         "watch_started_at": t_watch,
         "verdict_at": verdict_wall,
         "verdict_printed_at": printed_wall,
@@ -421,91 +483,118 @@ def follow(
         else None,
         "reconnects": outcome.reconnects,
     })
-    script = previous.get("script") or ""
-    write_run_json(run_dir, _run_record(variant, host, script, record, result, env,
-                                        timings=timings, previous=previous).to_dict())
-    return result
+    ctx.runs.write(draft.run.path, _run_record(
+        variant_json(variant) if variant is not None else {}, host, draft))
 
 
-def watch_existing(env: Environment, name: str, host_name: str | None, opts: LaunchOptions,
-                   ui: LaunchUI | None = None) -> LaunchResult:
-    """``variantctl watch``: attach to a server started earlier (e.g. with --no-wait)."""
-    from variantctl.launch.selection import all_hosts, variant_host
-    from variantctl.targets.connect import open_target
-
+def watch_variant(
+    target: Target, host: Host, name: str, variant: ResolvedVariant | None,
+    opts: LaunchOptions, ctx: LaunchContext, ui: LaunchUI | None = None,
+) -> LaunchResult:
+    """``variantctl watch``: attach to a server started earlier (e.g. with --no-wait).
+    ``variant`` is None when it is no longer in the catalog (its record still is)."""
     ui = ui or QuietUI()
-    variant = None
-    try:
-        variant, _, _ = resolve_launch(env, name, LaunchOptions(host=host_name))
-    except VariantctlError:
-        variant = None
-    hosts = all_hosts(env)
-    host = get_host(hosts, host_name or (variant.host if variant else None)
-                    or variant_host(env, name) or "local")
-    with open_target(host) as target:
-        layout = layout_for(target, host)
-        record = load_record(target, layout, name)
-        if record is None:
-            raise NotFoundError(f"{name} is not running on host {host.name}",
-                                hint="variantctl ps lists running variants; "
-                                "variantctl launch starts one")
-        result = LaunchResult(name, host.name, record=record)
-        run_dir = Path(record.run_dir) if record.run_dir else new_run_dir(env.runs_dir, name,
-                                                                          env.now())
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result.run_dir = run_dir
-        previous = read_run_json(run_dir) or {}
-        result.patches = dict(previous.get("patches") or {})
-        result.findings = list(previous.get("preflight") or [])
-        follow(env, target, host, layout, variant, record, run_dir, opts, ui, result)
-    return result
+    layout = layout_for(target, host)
+    record = load_record(target, layout, name)
+    if record is None:
+        raise NotFoundError(f"{name} is not running on host {host.name}",
+                            hint="variantctl ps lists running variants; "
+                            "variantctl launch starts one")
+    draft = _Draft(name, host.name, record=record)
+    previous = None
+    if record.run_dir:
+        run_dir = Path(record.run_dir)
+        try:
+            previous = ctx.runs.read(run_dir)
+            draft.run = RunDir(run_dir, previous.run_id, previous.key, previous.seq, name)
+        except RunFileError as exc:
+            draft.notes.append(f"the launch's run record is unreadable ({exc.message}); "
+                               "recording this watch as a new run")
+    if previous is not None:
+        draft.key, draft.created_at = previous.key, previous.created_at
+        draft.script = previous.script
+        draft.timings = dict(thaw(previous.timings))
+        draft.findings = tuple(_finding(f) for f in previous.preflight)
+        draft.patches = tuple(
+            PatchState(n, MappingProxyType(dict(p.get("roots") or {})),
+                       tuple(MappingProxyType(dict(f)) for f in p.get("files") or ()),
+                       required=bool(p.get("required")),
+                       error=None if p.get("error") is None else str(p["error"]))
+            for n, p in previous.patches.items())
+    else:
+        when = ctx.now()
+        draft.key = key_of(variant, host, ()) if variant else run_key({"name": name},
+                                                                     host_identity(host), {})
+        draft.created_at = when.isoformat()
+        draft.run = ctx.runs.create(key=draft.key, variant=name, when=when)
+        draft.timings = {"started_at": record.started_at}
+    follow(target, host, layout, variant, record, opts, ctx, ui, draft)
+    if variant is None and previous is not None:
+        # keep the variant as the launch recorded it
+        rec = ctx.runs.read(draft.run.path) if draft.run else None
+        if rec is not None and draft.run is not None:
+            ctx.runs.write(draft.run.path, replace(rec, variant=previous.variant))
+    return draft.freeze()
 
 
-def _run_record(
-    variant: ResolvedVariant | None, host: Host, script: str, record: ServerRecord,
-    result: LaunchResult, env: Environment, *, timings: dict[str, Any],
-    previous: dict[str, Any] | None = None,
-) -> RunRecord:
-    outcome = result.outcome
-    verdict: dict[str, Any] = {"verdict": result.verdict}
-    facts: dict[str, Any] = {}
+def variant_json(variant: ResolvedVariant) -> dict[str, Any]:
+    """The variant as run.json keeps it: every value and where it came from."""
+    return {**variant.to_dict(), "origins": dict(variant.origins)}
+
+
+def _finding(data: Mapping[str, Any]) -> Finding:
+    return Finding(severity=str(data.get("severity", "")), rule=str(data.get("rule", "")),
+                   variant=str(data.get("variant", "")),
+                   signature=None if data.get("signature") is None else str(data["signature"]),
+                   message=str(data.get("message", "")))
+
+
+def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRecord:
+    outcome = draft.outcome
+    verdict = RunVerdict(kind=outcome.verdict if outcome else "started")
+    facts: Mapping[str, Any] = {}
     if outcome is not None:
         d = outcome.decision
-        verdict.update({
-            "signature": d.signature if d else None,
-            "title": d.title if d else "",
-            "message": d.message if d else "",
-            "remediation": d.remediation if d else "",
-            "phase": d.phase if d else None,
-            "evidence": [{"line": n, "text": t} for n, t in (d.evidence if d else [])],
-            "decisive_line": outcome.decisive_line,
-            "last_lines": outcome.last_lines[-15:],
-            "lines": outcome.lines,
-            "health": outcome.health,
-            "exit_code": int(result.exit_code),
-        })
+        classifier = None
         if d is not None and d.result is not None and hasattr(d.result, "to_json"):
-            verdict["classifier"] = d.result.to_json()
+            classifier = d.result.to_json()
+        verdict = RunVerdict(
+            kind=outcome.verdict,
+            signature=d.signature if d else None,
+            title=d.title if d else "",
+            message=d.message if d else "",
+            remediation=d.remediation if d else "",
+            phase=d.phase if d else None,
+            evidence=tuple(Evidence(n, t) for n, t in (d.evidence if d else [])),
+            decisive_line=outcome.decisive_line,
+            last_lines=tuple(outcome.last_lines[-15:]),
+            lines=outcome.lines,
+            health=outcome.health,
+            classifier=classifier,
+        )
         facts = outcome.facts
     stopped = None
-    if result.stopped is not None:
+    if draft.stopped is not None:
         from variantctl.launch.report import stop_dict
 
-        stopped = stop_dict(host.name, result.stopped)
-    prev_variant = (previous or {}).get("variant") or {}
+        stopped = stop_dict(host.name, draft.stopped)
+    assert draft.run is not None and draft.record is not None
     return RunRecord(
-        run_id=Path(record.run_dir).name if record.run_dir else record.started_at,
-        variant=variant.to_dict() if variant is not None else prev_variant,
-        host={"name": host.name, "ssh": host.ssh.display if host.ssh else None,
-              "python": host.python, "workdir": host.workdir, "origin": host.origin},
-        script=script,
-        server=record.to_dict(),
-        patches=result.patches,
-        preflight=result.findings,
+        run_id=draft.run.run_id,
+        key=draft.key,
+        variant_name=draft.variant,
+        created_at=draft.created_at,
+        variant=variant,
+        host=host_identity(host),
+        script=draft.script,
+        server=draft.record.to_dict(),
+        patches={p.name: p.to_json() for p in draft.patches},
+        preflight=tuple(f.to_dict() for f in draft.findings),
         verdict=verdict,
         facts=facts,
-        expect={"ok": result.expect_ok, "checks": [e.to_json() for e in result.expect]},
-        timings=timings,
+        expect=tuple(m.to_json() for m in draft.expect),
+        expect_ok=not draft.expect,
+        timings=dict(draft.timings),
         stopped=stopped,
         log_file="server.log" if outcome is not None else None,
     )

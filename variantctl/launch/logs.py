@@ -10,9 +10,8 @@ from variantctl.env import Environment
 from variantctl.errors import NotFoundError, TargetError
 from variantctl.launch.servers import layout_for, load_record
 from variantctl.launch.watch import RECONNECT_FOR, reconnect
-from variantctl.runs.record import safe_name
 from variantctl.targets.base import Target
-from variantctl.targets.process import is_alive, read_from
+from variantctl.targets.process import read_from
 
 
 def latest_log(target: Target, host: Host, variant: str) -> tuple[str, int | None]:
@@ -21,10 +20,8 @@ def latest_log(target: Target, host: Host, variant: str) -> tuple[str, int | Non
     rec = load_record(target, layout, variant)
     if rec is not None:
         return rec.log, rec.pid
-    prefix = f"{safe_name(variant)}-"
     try:
-        names = [n for n in target.listdir(layout.logs)
-                 if n.startswith(prefix) and n.endswith(".log")]
+        names = [n for n in target.listdir(layout.logs) if layout.is_log_of(variant, n)]
     except TargetError as exc:
         if exc.kind != "not-found":
             raise
@@ -41,7 +38,16 @@ def show_log(
     env: Environment, target: Target, host: Host, variant: str, *, follow: bool = False,
     lines: int | None = None, poll: float = 0.25,
 ) -> None:
+    from variantctl.launch.launcher import launcher_for
+
     path, pid = latest_log(target, host, variant)
+    record = load_record(target, layout_for(target, host), variant) if pid is not None else None
+
+    def gone() -> bool:
+        # the server (the session leader, or the SLURM job) is gone: stragglers of its
+        # group do not count
+        return record is None or not launcher_for(host).probe(target, record,
+                                                             health=False).alive
     out = env.stdout.file
     data = target.read_bytes(path)
     offset = len(data)
@@ -60,15 +66,14 @@ def show_log(
                 _write(out, chunk)
                 continue
             idle_checks += 1
-            # the server (the session leader) is gone: stragglers of its group do not count
-            if idle_checks % 4 == 0 and (pid is None or not is_alive(target, pid)):
+            if idle_checks % 4 == 0 and gone():
                 tail = read_from(target, path, offset)  # what it wrote while dying
                 _write(out, tail)
                 return
         except TargetError as exc:
             # a dropped SSH connection: the server keeps running; re-open and go on
             # from the same offset, as `watch` does
-            if exc.kind != "unreachable" or not hasattr(target, "reconnect"):
+            if exc.kind != "unreachable":
                 raise
             env.stderr.print(f"connection lost ({exc.message}); reconnecting",
                              markup=False, highlight=False)

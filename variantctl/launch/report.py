@@ -1,4 +1,8 @@
-"""Rendering of ps / stop results: rich tables for people, JSON for scripts."""
+"""Rendering of ps / stop results: rich tables for people, JSON for scripts.
+
+The functions return what to show; ``cli/ps.py`` and ``cli/stop.py`` print it, and
+print the hosts that failed through the one per-host error path (cli.hostresults).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from variantctl.env import Environment
-from variantctl.exitcodes import ExitCode
 from variantctl.launch.servers import ServerStatus, StopOutcome
-from variantctl.render.output import print_json
+from variantctl.render.output import Block, text
 from variantctl.targets.connect import HostOutcome
 
 
@@ -33,25 +35,12 @@ def human_duration(seconds: float | None) -> str:
 
 def host_error_dict(outcome: HostOutcome[Any]) -> dict[str, Any]:
     err = outcome.error
-    return {"host": outcome.host.name, "error": str(err) if err else None,
-            "kind": getattr(err, "kind", None)}
+    return {"host": outcome.host.name, "error": err.to_json() if err else None}
 
 
-def _print_host_errors(env: Environment, outcomes: Sequence[HostOutcome[Any]]) -> int:
-    code = 0
-    for o in outcomes:
-        if o.error is not None:
-            env.stderr.print(f"error: {o.error.message}", markup=False, highlight=False)
-            if o.error.hint:
-                env.stderr.print(f"hint: {o.error.hint}", markup=False, highlight=False)
-            code = code or o.error.exit_code
-    return code
-
-
-def print_ps(
-    env: Environment, outcomes: Sequence[HostOutcome[list[ServerStatus]]], *, as_json: bool
-) -> int:
-    now = env.now()
+def ps_rows(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
+            ) -> list[dict[str, Any]]:
+    """One row per recorded server (``ps --json`` lists them under ``servers``)."""
     rows: list[dict[str, Any]] = []
     for o in outcomes:
         for st in o.value or []:
@@ -67,26 +56,50 @@ def print_ps(
                 "processes": len(st.members),
                 "log": rec.log,
                 "started_at": rec.started_at,
+                # a SLURM job: its id is the pid column; state, reason and node from SLURM
+                **({"job": {"id": st.job.job_id, "state": st.job.state, "reason": st.job.reason,
+                            "node": st.job.node}} if st.job is not None else {}),
             })
-    if as_json:
-        print_json(env, {"servers": rows,
-                         "errors": [host_error_dict(o) for o in outcomes if o.error]})
-    else:
+    return rows
+
+
+def ps_json(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
+            ) -> dict[str, Any]:
+    return {"servers": ps_rows(outcomes, now),
+            "errors": [host_error_dict(o) for o in outcomes if o.error]}
+
+
+def ps_blocks(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
+              ) -> list[Block]:
+    """The servers table, or a line saying there are none (hosts that failed aside)."""
+    rows = ps_rows(outcomes, now)
+    if rows:
         from rich.table import Table
 
-        if rows:
-            table = Table(box=None, header_style="bold")
-            for col in ("HOST", "VARIANT", "PID", "PORT", "UPTIME", "STATE", "PROCS", "LOG"):
-                table.add_column(col, overflow="fold")
-            for r in rows:
-                table.add_row(r["host"], r["variant"], str(r["pid"]), str(r["port"]),
-                              human_duration(r["uptime_s"]) if r["uptime_s"] is not None else "-",
-                              r["state"], str(r["processes"]), r["log"])
-            env.stdout.print(table)
-        elif not any(o.error for o in outcomes):
-            names = ", ".join(o.host.name for o in outcomes)
-            env.stdout.print(f"no servers started by variantctl on {names}", highlight=False)
-    return _print_host_errors(env, outcomes)
+        table = Table(box=None, header_style="bold")
+        for col in ("HOST", "VARIANT", "PID", "PORT", "UPTIME", "STATE", "PROCS", "LOG"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["host"], r["variant"], str(r["pid"]), str(r["port"]),
+                          human_duration(r["uptime_s"]) if r["uptime_s"] is not None else "-",
+                          _state_cell(r), str(r["processes"]), r["log"])
+        return [Block(table)]
+    if any(o.error for o in outcomes):
+        return []
+    names = ", ".join(o.host.name for o in outcomes)
+    return [Block(f"no servers started by variantctl on {names}", highlight=False)]
+
+
+def _state_cell(row: dict[str, Any]) -> str:
+    """The state, with a SLURM job's queue reason or node (``pending (Resources)``)."""
+    job = row.get("job")
+    if job is None:
+        return str(row["state"])
+    if row["state"] == "pending":
+        return f"pending ({job['reason']})" if job["reason"] else "pending"
+    if row["state"] == "stale":
+        return f"stale (job {job['state']})"
+    return f"{row['state']} on {job['node']}" if job["node"] else str(row["state"])
 
 
 def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
@@ -102,40 +115,42 @@ def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
         "port_free": s.port_free,
         "seconds": round(s.result.seconds, 3),
         "ok": s.ok,
+        **({"job": {"id": s.job.job_id, "state": s.job.state, "exit_code": s.job.exit_code}}
+           if s.job is not None else {}),
     }
 
 
-def print_stops(
-    env: Environment, outcomes: Sequence[HostOutcome[list[StopOutcome]]], variant: str | None,
-    *, as_json: bool,
-) -> int:
-    code = 0
+def stops_json(outcomes: Sequence[HostOutcome[list[StopOutcome]]]) -> dict[str, Any]:
     items = [(o.host.name, s) for o in outcomes for s in (o.value or [])]
-    if any(not s.ok for _, s in items):
-        code = ExitCode.FAILED
-    if as_json:
-        print_json(env, {"stopped": [stop_dict(h, s) for h, s in items],
-                         "errors": [host_error_dict(o) for o in outcomes if o.error]})
-    else:
-        for h, s in items:
-            r = s.record
-            where = f"{r.variant} on {h} (pid {r.pid}, port {r.port})"
-            if s.was_stale:
-                line = f"{where}: was not running (stale record removed)"
-            elif s.ok:
-                how = "TERM, then KILL" if s.result.killed else "TERM"
-                line = (f"stopped {where}: {s.result.found} process(es), {how}, "
-                        f"{s.result.seconds:.1f}s; port {r.port} is free")
-            elif s.result.remaining:
-                line = (f"FAILED to stop {where}: still running: "
-                        f"{' '.join(map(str, s.result.remaining))}")
-            else:
-                line = f"stopped {where}, but port {r.port} is still in use by another process"
-            env.stdout.print(line, markup=False, highlight=False, soft_wrap=True)
-        for o in outcomes:
-            if o.error is None and not o.value:
-                what = f"{variant} is" if variant else "no servers are"
-                msg = (f"{what} not running on {o.host.name}" if variant
-                       else f"{what} running on {o.host.name}")
-                env.stdout.print(msg, markup=False, highlight=False, soft_wrap=True)
-    return _print_host_errors(env, outcomes) or code
+    return {"stopped": [stop_dict(h, s) for h, s in items],
+            "errors": [host_error_dict(o) for o in outcomes if o.error]}
+
+
+def stop_blocks(outcomes: Sequence[HostOutcome[list[StopOutcome]]], variant: str | None
+                ) -> list[Block]:
+    """One line per server stopped (or not), then the hosts that had none to stop."""
+    out: list[Block] = []
+    for o in outcomes:
+        for s in o.value or []:
+            out.append(text(_stop_line(o.host.name, s)))
+    for o in outcomes:
+        if o.error is None and not o.value:
+            what = f"{variant} is" if variant else "no servers are"
+            out.append(text(f"{what} not running on {o.host.name}" if variant
+                            else f"{what} running on {o.host.name}"))
+    return out
+
+
+def _stop_line(host: str, s: StopOutcome) -> str:
+    r = s.record
+    where = f"{r.variant} on {host} (pid {r.pid}, port {r.port})"
+    if s.was_stale:
+        return f"{where}: was not running (stale record removed)"
+    if s.ok:
+        how = "TERM, then KILL" if s.result.killed else "TERM"
+        return (f"stopped {where}: {s.result.found} process(es), {how}, "
+                f"{s.result.seconds:.1f}s; port {r.port} is free")
+    if s.result.remaining:
+        return (f"FAILED to stop {where}: still running: "
+                f"{' '.join(map(str, s.result.remaining))}")
+    return f"stopped {where}, but port {r.port} is still in use by another process"

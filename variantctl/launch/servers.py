@@ -9,8 +9,8 @@ clean it up.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
@@ -25,13 +25,13 @@ from variantctl.targets.process import (
     stop_group,
 )
 
+if TYPE_CHECKING:
+    from variantctl.targets.slurm import JobInfo
+
 
 def resolve_workdir(target: Target, host: Host) -> str:
     """The host's work directory with ``~`` expanded on that host."""
-    expand = getattr(target, "path", None)
-    if expand is not None:
-        return str(expand(host.workdir))
-    return os.path.expanduser(host.workdir)
+    return target.expand_user(host.workdir)
 
 
 def layout_for(target: Target, host: Host) -> HostLayout:
@@ -94,6 +94,8 @@ class ServerStatus:
     listening: bool
     #: HTTP status of /health, None when nothing answered (or not asked)
     health: int | None
+    #: the SLURM job behind the record (None for a process started on the host)
+    job: JobInfo | None = None
 
     @property
     def alive(self) -> bool:
@@ -103,6 +105,11 @@ class ServerStatus:
     def state(self) -> str:
         if not self.alive:
             return "stale"
+        if self.job is not None and self.job.waiting:
+            return "pending"
+        if self.job is not None and self.health != 200:
+            # the job runs; its node's ports are not read, only /health is asked
+            return f"unhealthy ({self.health})" if self.health else "starting"
         if self.health == 200:
             return "healthy"
         if self.listening:
@@ -137,6 +144,8 @@ class StopOutcome:
     result: StopResult
     port_free: bool
     was_stale: bool
+    #: the SLURM job as it ended (None for a process started on the host)
+    job: JobInfo | None = None
 
     @property
     def ok(self) -> bool:
@@ -170,10 +179,13 @@ def stop_servers(
     target: Target, host: Host, variant: str | None, *, grace: float = 10.0
 ) -> list[StopOutcome]:
     """Stop ``variant`` (or every recorded server when None) on one host."""
+    from variantctl.launch.launcher import launcher_for
+
+    launcher = launcher_for(host)
     layout = layout_for(target, host)
     if variant is not None:
         rec = load_record(target, layout, variant)
         records = [rec] if rec is not None else []
     else:
         records = list_records(target, layout)
-    return [stop_server(target, layout, r, grace=grace, python=host.python) for r in records]
+    return [launcher.stop(target, layout, r, grace=grace) for r in records]

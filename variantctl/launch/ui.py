@@ -1,4 +1,10 @@
-"""What a person sees while a launch runs, and the verdict at the end (rich)."""
+"""What a person sees while a launch runs, and the verdict at the end (rich).
+
+The content is built by functions that return text (:func:`verdict_lines`,
+:func:`aftermath_lines`, :func:`progress_markup`); :class:`ConsoleUI`, the live
+progress display the CLI hands to launch, is the only thing here that prints, and
+``cli/launchresult.py`` prints the result once launch returns.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from variantctl.env import Environment
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.report import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
-from variantctl.render.output import print_json
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
@@ -31,7 +36,8 @@ class ConsoleUI:
         """Print the verdict the moment it is known (stopping the server comes after)."""
         self.close()
         if not self.as_json:
-            print_verdict(self.env, result)
+            for line in verdict_lines(result):
+                self.env.stdout.print(line, markup=False, highlight=False, soft_wrap=True)
             self.shown_verdict = True
 
     def note(self, text: str) -> None:
@@ -46,19 +52,14 @@ class ConsoleUI:
             return
         phase = progress.phase or "starting"
         if self.env.stderr.is_terminal:
-            from rich.markup import escape
-
-            room = max(10, self.env.stderr.width - len(phase) - 14)
-            last = _ANSI.sub("", progress.last_line).strip()[:room]
-            text = (f"[bold]{escape(phase)}[/] {progress.elapsed:5.1f}s  "
-                    f"[dim]{escape(last)}[/]")
+            text = progress_markup(progress, self.env.stderr.width)
             if self._status is None:
                 self._status = self.env.stderr.status(text)
                 self._status.start()
             else:
                 self._status.update(text)
         elif phase != self._phase:
-            self.note(f"[{progress.elapsed:6.1f}s] phase: {phase}")
+            self.note(phase_line(progress))
         self._phase = phase
 
     def close(self) -> None:
@@ -67,14 +68,29 @@ class ConsoleUI:
             self._status = None
 
 
-def result_json(result: LaunchResult) -> dict[str, Any]:
+def progress_markup(progress: Progress, width: int) -> str:
+    """The live status line (rich markup): phase, elapsed, the log's last line cut to fit."""
+    from rich.markup import escape
+
+    phase = progress.phase or "starting"
+    room = max(10, width - len(phase) - 14)
+    last = _ANSI.sub("", progress.last_line).strip()[:room]
+    return f"[bold]{escape(phase)}[/] {progress.elapsed:5.1f}s  [dim]{escape(last)}[/]"
+
+
+def phase_line(progress: Progress) -> str:
+    """A phase change, as one line where no live display is possible (logs, CI, tests)."""
+    return f"[{progress.elapsed:6.1f}s] phase: {progress.phase or 'starting'}"
+
+
+def result_json(result: LaunchResult, exit_code: int) -> dict[str, Any]:
     o = result.outcome
     d = o.decision if o else None
     return {
         "variant": result.variant,
         "host": result.host,
         "verdict": result.verdict,
-        "exit_code": int(result.exit_code),
+        "exit_code": int(exit_code),
         "signature": d.signature if d else None,
         "message": d.message if d else None,
         "remediation": d.remediation if d else None,
@@ -82,49 +98,33 @@ def result_json(result: LaunchResult) -> dict[str, Any]:
         "evidence": [{"line": n, "text": t} for n, t in (d.evidence if d else [])],
         "seconds": round(o.time_to_verdict, 3) if o else None,
         "facts": o.facts if o else {},
-        "expect": [e.to_json() for e in result.expect],
+        "expect": [m.to_json() for m in result.expect],
         "expect_ok": result.expect_ok,
         "last_lines": o.last_lines[-10:] if o else [],
         "pid": result.record.pid if result.record else None,
         "port": result.record.port if result.record else None,
         "log": result.record.log if result.record else None,
+        "run_id": result.run_id,
         "run_dir": str(result.run_dir) if result.run_dir else None,
         "stopped": stop_dict(result.host, result.stopped) if result.stopped else None,
-        "patches": result.patches,
-        "preflight": result.findings,
+        "patches": {p.name: p.to_json() for p in result.patches},
+        "preflight": [f.to_dict() for f in result.findings],
         "reconnects": o.reconnects if o else 0,
-        "notes": result.notes,
+        "notes": list(result.notes),
     }
 
 
-def print_result(env: Environment, result: LaunchResult, *, as_json: bool,
-                 verdict_shown: bool = False) -> None:
-    """Everything about a finished launch (the verdict part unless already shown)."""
-    if as_json:
-        print_json(env, result_json(result))
-        return
-    if not verdict_shown:
-        print_verdict(env, result)
-    print_aftermath(env, result)
-
-
-def _sayer(env: Environment) -> Any:
-    def say(text: str) -> None:
-        env.stdout.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    return say
-
-
-def print_verdict(env: Environment, result: LaunchResult) -> None:
+def verdict_lines(result: LaunchResult) -> list[str]:
     """The verdict block: what happened, why, the evidence and the fix (or the facts)."""
-    say = _sayer(env)
+    lines: list[str] = []
+    say = lines.append
     o = result.outcome
     where = f"{result.variant} on {result.host}"
     if o is None:
         rec = result.record
         say(f"started {where} (pid {rec.pid if rec else '?'}, port {rec.port if rec else '?'}); "
             f"`variantctl watch {result.variant}` follows it")
-        return
+        return lines
     d = o.decision
     if o.verdict == READY:
         port = result.record.port if result.record else "?"
@@ -139,9 +139,8 @@ def print_verdict(env: Environment, result: LaunchResult) -> None:
                 shown[key] = config[key]
         if shown:
             say("facts: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
-        for e in result.expect:
-            mark = "ok " if e.ok else "FAIL"
-            say(f"expect {mark} {e.fact}: expected {e.expected}, log says {e.actual}")
+        for m in result.expect:
+            say(f"expect FAIL {m.describe()}")
         if not result.expect_ok:
             say("the server is up but does not run as the variant expects")
     elif o.verdict in (FAILED, HANG):
@@ -165,14 +164,16 @@ def print_verdict(env: Environment, result: LaunchResult) -> None:
             + (f" (phase: {d.phase})" if d and d.phase else ""))
         for line in o.last_lines[-5:]:
             say(f"  | {line[:300]}")
+    return lines
 
 
-def print_aftermath(env: Environment, result: LaunchResult) -> None:
+def aftermath_lines(result: LaunchResult) -> list[str]:
     """How the server was left, and where the run was archived."""
-    say = _sayer(env)
+    lines: list[str] = []
+    say = lines.append
     o = result.outcome
     if o is None:
-        return
+        return lines
     if result.stopped is not None:
         s = result.stopped
         how = "TERM+KILL" if s.result.killed else "TERM"
@@ -187,4 +188,5 @@ def print_aftermath(env: Environment, result: LaunchResult) -> None:
     for note in result.notes:
         say(note)
     if result.run_dir:
-        say(f"archived: {result.run_dir}")
+        say(f"archived: {result.run_dir} (run {result.run_id})")
+    return lines

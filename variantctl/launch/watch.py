@@ -16,13 +16,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.errors import TargetError
 from variantctl.launch.classify import ClassifierAdapter, Decision
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
-from variantctl.targets.process import http_status, is_alive, read_from
+from variantctl.targets.process import read_from
+
+if TYPE_CHECKING:
+    from variantctl.launch.launcher import Launcher
 
 READY, FAILED, HANG, EXITED, TIMEOUT = "ready", "failed", "hang", "exited", "timeout"
 
@@ -75,8 +78,15 @@ def watch(
     health_poll: float = HEALTH_POLL,
     reconnect_for: float = RECONNECT_FOR,
     started: float | None = None,
+    launcher: Launcher | None = None,
 ) -> WatchOutcome:
-    """Watch ``record``'s server until a verdict (see module docstring)."""
+    """Watch ``record``'s server until a verdict (see module docstring). ``launcher``
+    (default: a process on the host) says whether it lives and where /health is; while
+    it waits to run (a queued SLURM job) its reason is the phase and no stall counts."""
+    if launcher is None:
+        from variantctl.launch.launcher import ProcessLauncher
+
+        launcher = ProcessLauncher()
     t0 = clock() if started is None else started
     offset = 0
     partial = b""
@@ -85,6 +95,7 @@ def watch(
     next_health = clock()
     reconnects = 0
     health: int | None = None
+    waiting: str | None = None
 
     def outcome(
         verdict: str, decision: Decision | None, line_no: int | None = None
@@ -122,16 +133,19 @@ def watch(
                 decision = feed(chunk)
                 if decision is not None:
                     return outcome(decision.verdict, decision, count)
-            decision = classifier.tick()
+            decision = classifier.tick() if waiting is None else None
             if decision is not None and decision.decisive:
                 return outcome(decision.verdict, decision)
             now = clock()
             if now >= next_health:
                 next_health = now + health_poll
-                health = http_status(target, record.port)
+                probe = launcher.probe(target, record)
+                if waiting is not None and probe.waiting is None:
+                    classifier.activity()  # out of the queue: the stall clock starts now
+                waiting, health = probe.waiting, probe.health
                 if health == 200:
                     return outcome(READY, classifier.ready())
-                if not is_alive(target, record.pid):
+                if not probe.alive:
                     # it died: read what it wrote while dying, then decide
                     rest = read_from(target, record.log, offset)
                     offset += len(rest)
@@ -141,7 +155,7 @@ def watch(
                     verdict = decision.verdict if decision.decisive else EXITED
                     return outcome(verdict, decision, count if decision.decisive else None)
         except TargetError as exc:
-            if exc.kind != "unreachable" or not hasattr(target, "reconnect"):
+            if exc.kind != "unreachable":
                 raise
             reconnect(target, exc, clock, sleep, reconnect_for, on_progress, t0)
             reconnects += 1
@@ -149,8 +163,8 @@ def watch(
         if clock() - t0 >= timeout:
             return outcome(TIMEOUT, classifier.timed_out())
         if on_progress is not None:
-            on_progress(Progress(clock() - t0, classifier.phase(), last[-1] if last else "",
-                                 count, health))
+            on_progress(Progress(clock() - t0, waiting or classifier.phase(),
+                                 last[-1] if last else "", count, health))
         sleep(log_poll)
 
 

@@ -73,6 +73,7 @@ def classify_text(text: str, catalog: Catalog, *, exited: bool | None = None) ->
                 end = n
             cursor["start"], cursor["lineno"] = start, lineno
             engine.process(lineno, text[start:end])
+            rx = engine.scan_pattern  # narrower once the server is seen serving
             while engine.wants_next and end < n:
                 start = end + 1
                 end = text.find("\n", start)
@@ -90,7 +91,7 @@ def classify_text(text: str, catalog: Catalog, *, exited: bool | None = None) ->
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     engine.lines = total
     engine.last_line = _last_line(text, total)
-    return engine.result(end="exited" if exited else "eof")
+    return engine.result(end={True: "exited", False: "running", None: "eof"}[exited])
 
 
 def _first_timestamp(engine: Engine, text: str) -> None:

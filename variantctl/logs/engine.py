@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -34,6 +34,13 @@ _FIELD = re.compile(r"\{(\w+)\}")
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
 #: how many lines after its start an open traceback is followed before giving up on it
 _MAX_TRACEBACK = 300
+_FRAME_FN = re.compile(r'^File "?[^"]*"?, line \d+, in (?P<fn>[A-Za-z_]\w*)')
+#: lines saying the API server is shutting down (an error right before them ended it)
+_SHUTDOWN = ("waiting for application shutdown", "application shutdown complete",
+             "finished server process")
+#: how close before a shutdown line an error must be to count as having ended the server
+_SHUTDOWN_WINDOW = 8
+_FALLBACK = ("falling back", "fall back")
 
 
 #: characters from rarest to most common in vLLM logs, weighted towards what long logs
@@ -65,8 +72,19 @@ class Scanner:
         return found
 
 
+def _late_words(catalog: Catalog) -> set[str]:
+    """Keywords needed only until the server is seen serving: those of the ``serving``
+    phases (route list, access lines, throughput lines) that nothing else uses. A running
+    server prints such lines by the million; once the last serving phase is reached they
+    are no longer scanned for (see :attr:`Engine.scan_pattern`)."""
+    serving = {k for p in catalog.phases if p.serving for k in p.keywords}
+    other = {k for p in catalog.phases if not p.serving for k in (*p.keywords, *p.end_keywords)}
+    other |= {k for sig in catalog.signatures for k in sig.keywords} | set(FACT_KEYWORDS)
+    return serving - other
+
+
 @lru_cache(maxsize=16)
-def scanner(catalog: Catalog) -> Scanner:
+def scanner(catalog: Catalog, *, late: bool = False) -> Scanner:
     """The (cached) scanner of ``catalog``.
 
     Each keyword is pivoted on its rarest character: the pattern is an alternation
@@ -77,7 +95,13 @@ def scanner(catalog: Catalog) -> Scanner:
     part before the pivot. This is what makes whole-file classification run at tens
     of MB/s in pure Python.
     """
-    words = set(catalog.all_keywords()) | set(FACT_KEYWORDS) | {_TRACEBACK}
+    words = set(catalog.all_keywords()) | set(FACT_KEYWORDS) | {_TRACEBACK, *_SHUTDOWN}
+    if late:
+        words -= _late_words(catalog)
+    # frames of functions that raise only one signature's error (a pasted traceback
+    # fragment may start below its "Traceback" line)
+    words |= {f", in {fn.lower()}" for sig in catalog.signatures for fn in sig.frames}
+    words |= {f", in {fn.lower()}" for ph in catalog.phases for fn in ph.frames}
     groups: dict[str, list[tuple[str, str, bool]]] = {}
     fragments: dict[str, list[str]] = {}
     for w in sorted(words):
@@ -179,6 +203,17 @@ class Engine:
         #: failures of earlier starts in the same log (see :meth:`_restart`)
         self._previous: list[Match] = []
         self.restarts = 0
+        #: first line of a ``serving`` phase (positive evidence that the API server is up)
+        self.serving_evidence: Evidence | None = None
+        self._shutdown_lines: list[int] = []
+        #: per open traceback: its innermost frame so far (function name, line)
+        self._tb_frame: dict[str, tuple[str, Evidence]] = {}
+        self._cut_frames: list[tuple[Evidence, tuple[str, Evidence]]] = []
+        self._frame_phase = {fn: i for i, ph in enumerate(catalog.phases) for fn in ph.frames}
+        self._frame_sig = {fn: sig for sig in catalog.signatures for fn in sig.frames}
+        self._frame_names = {fn.lower() for fn in (*self._frame_phase, *self._frame_sig)}
+        serving = [i for i, p in enumerate(catalog.phases) if p.serving]
+        self._last_serving = serving[-1] if serving else len(catalog.phases)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -187,6 +222,14 @@ class Engine:
         if self.phase_idx < 0:
             return NOT_STARTED
         return self.catalog.phases[self.phase_idx].id
+
+    @property
+    def scan_pattern(self) -> re.Pattern[str]:
+        """The keyword scan for the next lines: without the serving-evidence keywords once
+        the last serving phase was reached (they can no longer change the verdict)."""
+        if self.phase_idx >= self._last_serving:
+            return scanner(self.catalog, late=True).pattern
+        return self.scan.pattern
 
     @property
     def wants_next(self) -> bool:
@@ -233,6 +276,9 @@ class Engine:
             return new
         if ("info" in low or "warn" in low or "error" in low) and has_header(norm):
             self._last_stamped = norm  # parsed only if it turns out to be needed
+        if ("shutdown" in low or "finished server process" in low) and any(
+                k in low for k in _SHUTDOWN):
+            self._shutdown_lines.append(lineno)
         self._track_phase(lineno, raw, norm, low, keywords)
         self.facts.feed(lineno, norm, low)
         waiting: list[Signature] = []
@@ -362,6 +408,13 @@ class Engine:
                 self.hang_evidence.append((sig.id, ev))
             return match
         self._seen.add(sig.id)
+        if sig.kind == "failed" and match.level in _SOFT_LEVELS and any(
+            k in " ".join(e.text for e in evidence).lower() for k in _FALLBACK
+        ):
+            # only logged, and vLLM says it falls back: the server goes on without it
+            match = replace(match, kind="warning")
+            self.matches.append(match)
+            return match
         if sig.kind == "ok":
             if self.ready is None:
                 self.ready = match
@@ -387,16 +440,20 @@ class Engine:
         for i in range(len(phases) - 1, self.phase_idx, -1):
             ph = phases[i]
             if not keywords.isdisjoint(ph.keywords) and any(rx.search(norm) for rx in ph.start):
-                self.phase_idx = i
-                self.phase_evidence = Evidence(lineno, raw)
+                self._enter(i, Evidence(lineno, raw))
                 return
         if 0 <= self.phase_idx < len(phases) - 1:
             cur = phases[self.phase_idx]
             if not keywords.isdisjoint(cur.end_keywords) and any(
                 rx.search(norm) for rx in cur.end
             ):
-                self.phase_idx += 1
-                self.phase_evidence = Evidence(lineno, raw)
+                self._enter(self.phase_idx + 1, Evidence(lineno, raw))
+
+    def _enter(self, index: int, evidence: Evidence) -> None:
+        self.phase_idx = index
+        self.phase_evidence = evidence
+        if self.catalog.phases[index].serving and self.serving_evidence is None:
+            self.serving_evidence = evidence
 
     def _restart(self, norm: str) -> None:
         self.restarts += 1
@@ -411,11 +468,15 @@ class Engine:
         self._seen = set()
         self._fail_phase = {}
         self._tbs = {}
+        self._tb_frame = {}
+        self._cut_frames = []
+        self.serving_evidence = None
+        self._shutdown_lines = []
 
     def _follow_traceback(self, lineno: int, raw: str, norm: str, low: str) -> None:
         # One traceback per process: several processes' tracebacks interleave line by
         # line, told apart by their ``(Name pid=N)`` / ``[rankN]:`` prefixes.
-        if not self._tbs and _TRACEBACK not in low:
+        if not self._tbs and _TRACEBACK not in low and not self._signature_frame(low):
             return
         for k, (st, _) in list(self._tbs.items()):
             if lineno - st.line > _MAX_TRACEBACK:
@@ -425,23 +486,79 @@ class Engine:
         if _TRACEBACK in low:
             self._tbs[key] = (Evidence(lineno, raw), 0)
             self._tb_start = self._tbs[key][0]
+            self._tb_frame.pop(key, None)
             return
         state = self._tbs.get(key)
         if state is None:
+            if self._signature_frame(low):
+                # a traceback fragment pasted without its first line: follow it from here
+                self._tbs[key] = (Evidence(lineno, raw), 0)
+                self._tb_start = self._tbs[key][0]
+                self._note_frame(key, norm.strip(), Evidence(lineno, raw))
             return
         start, length = state
         self._tbs[key] = (start, length + 1)
         # tracebacks printed through the logger carry the header on every line
         msg = split_header(norm)[2] if has_header(norm) else norm
         text = msg.strip()
-        if not text or msg[:1] in (" ", "\t") or text.startswith(("File ", "^", "~")):
+        if text.startswith("File "):
+            self._note_frame(key, text, Evidence(lineno, raw))
+            return
+        if not text or msg[:1] in (" ", "\t") or text.startswith(("^", "~")):
             return
         if text.lower().startswith(_CHAINED):
             return
         # unindented: the exception line that ends the traceback
         del self._tbs[key]
+        frame = self._tb_frame.pop(key, None)
         if _EXCEPTION.match(text):
             self._record_exception(start, lineno, raw, text)
+        elif frame is not None and frame[0] in self._frame_sig:
+            # no exception line: the traceback was cut (a pasted excerpt) inside a frame
+            self._cut_frames.append((start, frame))
+
+    def _signature_frame(self, low: str) -> bool:
+        """A frame line of a function that names a signature or a phase (a traceback
+        fragment pasted without its ``Traceback`` line is followed from such a frame)."""
+        if ", in " not in low or not (self._frame_sig or self._frame_phase):
+            return False
+        fn = low.rstrip().rsplit(", in ", 1)[-1].strip()
+        return fn in self._frame_names
+
+    def _note_frame(self, key: str, text: str, evidence: Evidence) -> None:
+        """A traceback frame: the innermost function so far, and the phase its name implies
+        (a worker's traceback pasted without the lines that marked the phase)."""
+        m = _FRAME_FN.match(text)
+        if m is None:
+            return
+        fn = m.group("fn")
+        self._tb_frame[key] = (fn, evidence)
+        idx = self._frame_phase.get(fn)
+        if idx is not None and idx > self.phase_idx:
+            self.phase_idx = idx
+            self.phase_evidence = evidence
+
+    def _cut_in_frame(self) -> Match | None:
+        """An open (cut) traceback whose innermost frame is a function that raises only one
+        signature's error: that failure, with the traceback start and the frame as evidence."""
+        cut = [(start, self._tb_frame.get(key)) for key, (start, _) in self._tbs.items()]
+        for start, frame in [*cut, *self._cut_frames]:
+            sig = self._frame_sig.get(frame[0]) if frame else None
+            if frame is not None and sig is not None:
+                evidence = (start,) if start == frame[1] else (start, frame[1])
+                return self._new_match(sig, {}, evidence, generic=False)
+        return None
+
+    def _ends_server(self, m: Match) -> bool:
+        """A failure printed after ready that ended the server: a signature that can only
+        happen then (the port bind), or a raised/ERROR failure right before a shutdown."""
+        sig = self.catalog.get(m.signature)
+        if sig is not None and sig.ends_server:
+            return True
+        if m.generic or m.level in _SOFT_LEVELS:
+            return False
+        last = m.evidence[-1].line
+        return any(0 < n - last <= _SHUTDOWN_WINDOW for n in self._shutdown_lines)
 
     def _record_exception(self, start: Evidence, lineno: int, raw: str, norm: str) -> None:
         sig = self.catalog.get("startup-error")
@@ -472,8 +589,10 @@ class Engine:
         return None
 
     def result(self, *, end: str) -> Result:
-        """The verdict now. ``end`` is ``eof`` (a file), ``exited`` (the process is gone)
-        or ``stalled`` (no new line for the stall timeout)."""
+        """The verdict now. ``end`` is ``eof`` (a file judged after the fact: an excerpt),
+        ``running`` (the process is known to still run), ``exited`` (the process is gone)
+        or ``stalled`` (no new line for the stall timeout). See docs/classify.md for the
+        rules each one applies."""
         self.flush()
         facts = self.facts.snapshot()
         warnings = tuple(m for m in self.matches if m.kind == "warning")
@@ -486,21 +605,35 @@ class Engine:
             "lines": self.lines,
             "catalog_version": self.catalog.version,
         }
-        if ready is not None:
-            before = previous + [m for m in failures if m.line < ready.line]
-            after = [m for m in failures if m.line >= ready.line]
-            return Result(
-                kind="ok",
-                signature=ready.signature,
-                title=ready.title,
-                message=ready.message,
-                remediation=ready.remediation,
-                evidence=ready.evidence,
-                phase="ready",
-                also=tuple(before + after),
-                captures=ready.captures,
-                **base,  # type: ignore[arg-type]
-            )
+        anchor = ready.evidence[0] if ready is not None else self.serving_evidence
+        if anchor is not None:
+            before = previous + [m for m in failures if m.line < anchor.line]
+            after = [m for m in failures if m.line >= anchor.line]
+            fatal = [m for m in after if self._ends_server(m)]
+            if fatal:
+                best = max(fatal, key=lambda m: (m.priority, -m.line))
+                also = tuple(m for m in before + after if m is not best)
+                return _from_match(best, also, base, note=(
+                    f"printed after the server reported ready (line {anchor.line}), and it "
+                    "ended the server"))
+            if ready is not None:
+                return Result(
+                    kind="ok",
+                    signature=ready.signature,
+                    title=ready.title,
+                    message=ready.message,
+                    remediation=ready.remediation,
+                    evidence=ready.evidence,
+                    phase="ready",
+                    also=tuple(before + after),
+                    captures=ready.captures,
+                    **base,  # type: ignore[arg-type]
+                )
+            title = self.catalog.phases[self.phase_idx].title if self.phase_idx >= 0 else ""
+            return self._ok_without_ready(
+                anchor, tuple(before + after), base,
+                f"readiness (\"Application startup complete.\") is not in the log; decided by "
+                f"positive evidence that the API server is up: {title} (line {anchor.line})")
         specific = [m for m in failures if not m.generic]
         generic = [
             m for m in failures if m.generic and self._fail_phase.get(id(m), -1) >= self.phase_idx
@@ -508,6 +641,12 @@ class Engine:
         if not specific and self.phase_idx < 0 and end != "exited":
             # only a wrapper, and nothing of the start: an excerpt, not enough to judge
             generic = []
+        if not specific:
+            cut = self._cut_in_frame()
+            if cut is not None:
+                fn = self._tb_frame_name(cut)
+                return _from_match(cut, tuple(previous + failures), base, note=(
+                    f"the traceback is cut off inside {fn}(), which raises only this error"))
         if specific or generic:
             pool = specific or generic
             best = max(pool, key=lambda m: (m.priority, -m.line))
@@ -515,7 +654,48 @@ class Engine:
             return _from_match(best, also, base)
         if self._tbs or end == "exited" or (self.phase_idx < 0 and end != "stalled"):
             return self._unknown(end, base)
-        return self._hang(base)
+        ph = self.catalog.phases[self.phase_idx] if self.phase_idx >= 0 else None
+        if end == "eof" and ph is not None and self._engine_finished():
+            evidence = self.phase_evidence or self.last_line
+            assert evidence is not None
+            return self._ok_without_ready(
+                evidence, tuple(previous), base,
+                "weak evidence: the engine finished its start-up "
+                f"(line {evidence.line}) and nothing failed after it; the API server's "
+                "readiness is not in the excerpt")
+        hang = self._hang(base)
+        if end == "eof":
+            return replace(hang, note=(
+                f"possible hang: the log stops inside {hang.phase}; a log judged after the fact "
+                "cannot tell a hang from an excerpt cut there"))
+        return hang
+
+    def _engine_finished(self) -> bool:
+        phases = self.catalog.phases
+        return any(p.engine_ready for p in phases[: self.phase_idx + 1])
+
+    def _tb_frame_name(self, match: Match) -> str:
+        frames = [*self._tb_frame.values(), *(f for _, f in self._cut_frames)]
+        for fn, ev in frames:
+            if ev in match.evidence:
+                return fn
+        return "?"
+
+    def _ok_without_ready(self, evidence: Evidence, also: tuple[Match, ...],
+                          base: dict[str, object], note: str) -> Result:
+        sig = self.catalog.get("startup-ok")
+        return Result(
+            kind="ok",
+            signature="startup-ok",
+            title=sig.title if sig else "Server started",
+            message=sig.message if sig else "",
+            remediation="",
+            evidence=(evidence,),
+            phase=self.phase,
+            also=also,
+            note=note,
+            **base,  # type: ignore[arg-type]
+        )
 
     def _unknown(self, end: str, base: dict[str, object]) -> Result:
         if self._tbs:
@@ -572,8 +752,10 @@ def _dedupe(failures: list[Match]) -> list[Match]:
             if not (m.signature == "startup-error" and m.evidence[-1].line in known)]
 
 
-def _from_match(best: Match, also: tuple[Match, ...], base: dict[str, object]) -> Result:
+def _from_match(best: Match, also: tuple[Match, ...], base: dict[str, object],
+                note: str = "") -> Result:
     return Result(
+        note=note,
         kind=best.kind,
         signature=best.signature,
         title=best.title,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from variantctl.logs.facts import Facts
 
@@ -88,14 +88,17 @@ def compare(
         got = facts.get(key)
         if not _same(want, got):
             out.append(Mismatch(key, want, got, f"expect.{key}"))
-    if not facts.config:
+    # the effective value where the engine config line gave one, else the requested one
+    # (a server that failed before printing its engine config)
+    config = facts.configuration()
+    if not config:
         return out
     flags = {str(k).lstrip("-"): v for k, v in args.items()}
     checked: set[str] = {m.key for m in out} | set(expect)
     for flag, (key, kind) in FLAG_FACTS.items():
-        if key in checked or key not in facts.config:
+        if key in checked or key not in config:
             continue
-        got = facts.config[key]
+        got = config[key]
         if flag in flags:
             want = _flag_value(flags[flag], kind)
             source = f"--{flag}"
@@ -124,7 +127,29 @@ def compare_verdict(kind: str, signature: str | None,
     return out
 
 
-_FACT_FIELDS = set(Facts.__dataclass_fields__) - {"config"}
+class _Judged(Protocol):
+    """What :func:`check_log` needs of a classification result (``logs.result.Result``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def signature(self) -> str | None: ...
+
+    @property
+    def facts(self) -> Facts: ...
+
+
+def check_log(result: _Judged, expect: Mapping[str, object],
+              args: Mapping[str, object]) -> list[Mismatch]:
+    """Every expectation a classified log contradicts: the verdict keys of ``expect``, its
+    facts, and the checks implied by the flags. The one engine behind both
+    ``classify --expect`` and ``launch`` (they must never disagree)."""
+    return [*compare_verdict(result.kind, result.signature, expect),
+            *compare(result.facts, expect, args)]
+
+
+_FACT_FIELDS = set(Facts.__dataclass_fields__) - {"config", "requested", "config_differences"}
 
 
 def _is_fact(key: str) -> bool:

@@ -47,6 +47,9 @@ CONFIG_KEYS = (
 #: lowercase keywords of the lines facts are read from (part of the scan filter)
 KEYWORDS = (
     "llm engine (v",
+    "llm engine with config",
+    "args: namespace(",
+    "non-default args: {",
     "vllm api server version",
     "█",
     "backend",
@@ -62,8 +65,20 @@ KEYWORDS = (
     "uvicorn running on",
 )
 
+# The requested configuration: V0's ``args: Namespace(k=v, …)`` and V1's
+# ``non-default args: {'k': v, …}`` (repr values; nested objects are skipped by the
+# per-key patterns, as for the engine config line).
+_NAMESPACE = re.compile(r"\bargs: Namespace\(")
+_NON_DEFAULT = re.compile(r"non-default args: \{")
+_ARG_VALUE = r"(?P<val>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[-\w.+]+)(?=[,)}\s]|$)"
+_NS_ITEM = re.compile(r"(?:^|[(,]\s*)(?P<key>[a-z_][a-z0-9_]*)=" + _ARG_VALUE)
+_DICT_ITEM = re.compile(r"(?:^|[{,]\s*)'(?P<key>[a-z_][a-z0-9_]*)': " + _ARG_VALUE)
+#: argument name -> the engine config key that reports its effective value
+ARG_TO_CONFIG = {"max_model_len": "max_seq_len"}
+
 _ENGINE = re.compile(
-    r"Initializing an? (?:(?P<eng>V[01]) )?LLM engine \(v(?P<ver>[^)\s]+)\) with config:", re.I
+    r"Initializing an? (?:(?P<eng>V[01]) )?LLM engine (?:\(v(?P<ver>[^)\s]+)\) )?with config:",
+    re.I
 )
 _CONFIG_ITEM = re.compile(
     r"(?<![\w.'\"])(?P<key>" + "|".join(CONFIG_KEYS) + r")="
@@ -143,28 +158,74 @@ class Facts:
     server_address: str | None = None
     #: line number of the engine config line
     config_line: int | None = None
+    #: requested configuration, from ``args: Namespace(…)`` (V0) or ``non-default args:
+    #: {…}`` (V1), under the engine config line's key names (``max_model_len`` ->
+    #: ``max_seq_len``); None values (a flag left at its default) are not requests
+    requested: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: keys whose requested and effective values differ (see :func:`config_differences`)
+    config_differences: tuple[Mapping[str, Any], ...] = ()
 
     def get(self, key: str) -> Any:
-        """A fact by name: a field, or a key of the effective configuration."""
-        if key in _FIELD_NAMES and key != "config":
+        """A fact by name: a field, or a key of the configuration: the effective value where
+        the engine config line gave one, else the requested value."""
+        if key in _FIELD_NAMES and key not in _MAPPINGS:
             return getattr(self, key)
-        return self.config.get(key)
+        if key in self.config:
+            return self.config[key]
+        return self.requested.get(key)
 
     def has(self, key: str) -> bool:
-        if key in _FIELD_NAMES and key != "config":
+        if key in _FIELD_NAMES and key not in _MAPPINGS:
             return getattr(self, key) is not None
-        return key in self.config
+        return key in self.config or key in self.requested
+
+    def configuration(self) -> dict[str, Any]:
+        """Requested values overlaid with the effective ones (effective wins)."""
+        return {**self.requested, **self.config}
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (every key present, null when unknown)."""
         out: dict[str, Any] = {}
         for name in _FIELD_NAMES:
             value = getattr(self, name)
-            out[name] = dict(value) if name == "config" else value
+            if name in _MAPPINGS:
+                value = dict(value)
+            elif name == "config_differences":
+                value = [dict(d) for d in value]
+            out[name] = value
         return out
 
 
 _FIELD_NAMES = tuple(Facts.__dataclass_fields__)
+_MAPPINGS = ("config", "requested")
+
+
+def config_differences(requested: Mapping[str, Any], effective: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], ...]:
+    """Every key both report with different values, as a finding: a flag the installed
+    source overrides (the seed's fork hard-codes ``enforce_eager=True``) or a platform
+    forces. ``auto`` requests (dtype, kv-cache dtype) are resolved, not overridden."""
+    out = []
+    for key, want in requested.items():
+        if key not in effective or (isinstance(want, str) and want.lower() == "auto"):
+            continue
+        got = effective[key]
+        if _same_value(want, got):
+            continue
+        out.append({
+            "key": key, "requested": want, "effective": got,
+            "message": f"requested {key}={want!r}; the engine ran with {got!r}: the installed "
+                       "source (or the platform) overrides the flag",
+        })
+    return tuple(out)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return str(a).removeprefix("torch.") == str(b).removeprefix("torch.")
 
 
 class FactsBuilder:
@@ -173,16 +234,24 @@ class FactsBuilder:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
+        self.requested: dict[str, Any] = {}
         self.first_ts: dict[str, float] = {}
 
     def feed(self, lineno: int, line: str, lower: str) -> None:
         """Read whatever facts ``line`` (normalised; ``lower`` is its lowercase) carries."""
         v = self.values
-        if "llm engine (v" in lower:
+        if "args: " in lower and not self.requested:
+            m = _NAMESPACE.search(line) or _NON_DEFAULT.search(line)
+            if m is not None:
+                items = _NS_ITEM if m.re is _NAMESPACE else _DICT_ITEM
+                self._read_requested(line[m.end() - 1:], items)
+                return
+        if "llm engine (v" in lower or "llm engine with config" in lower:
             m = _ENGINE.search(line)
             if m is not None and "config_line" not in v:
                 v["config_line"] = lineno
-                v["vllm_version"] = m.group("ver")
+                if m.group("ver"):
+                    v["vllm_version"] = m.group("ver")
                 v["engine"] = m.group("eng") or "V0"
                 self._read_config(line[m.end():])
             return
@@ -245,6 +314,13 @@ class FactsBuilder:
         if "chunked_prefill_enabled" in self.config and "enable_chunked_prefill" not in self.config:
             self.config["enable_chunked_prefill"] = self.config["chunked_prefill_enabled"]
 
+    def _read_requested(self, text: str, items: re.Pattern[str]) -> None:
+        for m in items.finditer(text):
+            key = ARG_TO_CONFIG.get(m.group("key"), m.group("key"))
+            value = parse_value(m.group("val"))
+            if key in CONFIG_KEYS and value is not None and key not in self.requested:
+                self.requested[key] = value
+
     def note_timestamp(self, clock: str, seconds: float) -> None:
         self.first_ts.setdefault(clock, seconds)
 
@@ -257,4 +333,9 @@ class FactsBuilder:
             self.values["startup_seconds"] = round(seconds - start, 3)
 
     def snapshot(self) -> Facts:
-        return Facts(config=MappingProxyType(dict(self.config)), **self.values)
+        return Facts(config=MappingProxyType(dict(self.config)),
+                     requested=MappingProxyType(dict(self.requested)),
+                     config_differences=tuple(
+                         MappingProxyType(d)
+                         for d in config_differences(self.requested, self.config)),
+                     **self.values)

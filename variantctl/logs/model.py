@@ -79,9 +79,17 @@ class Signature:
     #: a generic wrapper (``EngineDeadError``…): never wins over a specific cause and
     #: is not decided on sight while streaming (the cause may still be printed)
     generic: bool = False
+    #: a failure that can only happen after ``Application startup complete.`` and ends the
+    #: server (uvicorn binds its socket after the application's startup): it wins over ready
+    ends_server: bool = False
+    #: functions that raise only this signature's error: a traceback cut off inside one of
+    #: them (its exception line missing) is this failure
+    frames: tuple[str, ...] = ()
     #: for hang signatures: the phase a stall in which is named by this signature
     phase: str | None = None
     source: str = "<builtin>"
+    #: real lines the patterns were checked against when the catalog loaded
+    examples: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,17 @@ class Phase:
     end_keywords: tuple[str, ...] = ()
     #: signature id of the hang verdict for a stall in this phase
     hang: str | None = None
+    #: seeing this phase is positive evidence that the API server is up (the route list,
+    #: ``Uvicorn running on``, serving statistics, HTTP access lines): a log that stops
+    #: here is ``startup-ok`` even when the readiness line itself is not in the excerpt
+    serving: bool = False
+    #: reaching this phase means the engine finished its start-up (the model is loaded, the
+    #: KV cache allocated, graphs captured): an *excerpt* that ends here with no error is
+    #: weak evidence of a good start, not a hang (see docs/classify.md)
+    engine_ready: bool = False
+    #: function names whose traceback frames place a failure in this phase (a worker's
+    #: traceback pasted without the lines that marked the phase)
+    frames: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

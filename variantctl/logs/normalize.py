@@ -15,6 +15,20 @@ import re
 from datetime import datetime, timezone
 
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]|(?:\x1b|\^\[)\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+# a colour code whose ESC byte was lost in a copy-paste: a bare ``[36m`` / ``[0;0m``
+_BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
+# ANSI colours rendered to HTML by a terminal's copy tool: ``<font color="#2AA1B3"><b>``
+_HTML_TAG = re.compile(r"</?(?:font|b|span|i|u|strong|em)\b[^<>]*>", re.I)
+# Ray's log de-duplication suffix, on any line (code lines and carets too)
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]")
+# a rich console's fixed-width record: level column, then right-aligned ``file.py:123``
+# (the time column, or its blank continuation, then the level padded to 9 columns; the
+# text after it keeps its own indentation, which tells a traceback's code lines apart)
+_RICH = re.compile(
+    r"^(?:\[\d{2}/\d{2}/\d{2,4} \d{2}:\d{2}:\d{2}\] | {18,24})"
+    r"(?:DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )"
+)
+_RICH_SOURCE = re.compile(r"\s{3,}[\w.\-]+\.py:\d+\s*$")
 # Leading prefixes, stripped repeatedly because they nest
 # (``svc-1  | 2024-05-01T10:00:00Z (VllmWorker rank=1 pid=7) INFO …``).
 _PREFIX = re.compile(
@@ -26,6 +40,9 @@ _PREFIX = re.compile(
       | \[rank\d+\]:\ ?                                                                  # torchrun
       | [A-Z][a-z]{2}\ [\ \d]\d\ \d{2}:\d{2}:\d{2}\ \S+\ [\w.\-/]+(?:\[\d+\])?:\ ?  # journald
       | \[pod/[^\]\s]+\]\ ?                                                              # kubectl
+      | \|?\ ?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\ \|\ (?:stdout|stderr)\ \|\ ?  # FastChat
+      | \d{1,2}:\d{2}(?:AM|PM)\ [A-Z]{3}\ [\w.\-]+\([^)\s]*\):\ (?:stdout|stderr)\ ?  # LocalAI
+      | [>`]\ ?                                                                        # markdown
     )""",
     re.VERBOSE,
 )
@@ -36,7 +53,7 @@ _HEADER = re.compile(
     r"(?:\[[\w.\-]+:\d+\]|[\w.\-]+:\d+\])\s?"
 )
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
-_MARKERS = ("\x1b", "^[", "\r", "|", "(", "[", "\t")
+_MARKERS = ("\x1b", "^[", "\r", "|", "(", "[", "\t", "<", ">", "`", "  ")
 
 
 def normalize(raw: str) -> str:
@@ -46,6 +63,18 @@ def normalize(raw: str) -> str:
         return line.rstrip()
     if "\x1b" in line or "^[" in line:
         line = _ANSI.sub("", line)
+    if "[" in line:
+        if "m" in line:
+            line = _BARE_SGR.sub("", line)
+        if "repeated" in line:
+            line = _RAY_REPEAT.sub("", line)
+    if "<" in line and ">" in line:
+        line = _HTML_TAG.sub("", line)
+    if "  " in line:
+        m = _RICH.match(line)
+        if m is not None:
+            line = line[m.end():]
+            line = _RICH_SOURCE.sub("", line)
     if "\r" in line:
         # a progress bar redrawn with CR: keep every distinct non-empty state, in order
         parts: list[str] = []

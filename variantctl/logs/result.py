@@ -79,6 +79,9 @@ class Result:
     captures: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     lines: int = 0
     catalog_version: str = ""
+    #: how the verdict was reached when it rests on indirect evidence (readiness not seen,
+    #: an error after ready, a cut traceback, a possible hang in an excerpt); "" otherwise
+    note: str = ""
 
     @property
     def decided(self) -> bool:
@@ -101,6 +104,7 @@ class Result:
             "facts": self.facts.to_json(),
             "lines": self.lines,
             "catalog_version": self.catalog_version,
+            "note": self.note,
         }
 
 

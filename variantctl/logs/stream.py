@@ -87,6 +87,7 @@ class StreamClassifier:
         new = []
         if eng.wants_next or self._rx.search(line.lower()) is not None:
             new = eng.process(self._lineno, line)
+            self._rx = eng.scan_pattern  # narrower once the server is seen serving
         self._recent.append((self._lineno, line))
         if self._verdict is not None:
             return None
@@ -95,6 +96,11 @@ class StreamClassifier:
             return None
         self._verdict = eng.result(end="eof")
         return self._verdict
+
+    def activity(self) -> None:
+        """Count now as progress (no line came because the server could not run yet,
+        e.g. a SLURM job waiting in the queue): the stall clock restarts."""
+        self._last_activity = self._clock()
 
     def tick(self) -> Verdict | None:
         """Call periodically (e.g. every 0.1-1 s). Returns a verdict held back for a possible
@@ -117,4 +123,4 @@ class StreamClassifier:
 
     def finish(self, exited: bool) -> Result:
         """The final result at the end of the stream (``exited``: the process is gone)."""
-        return self._engine.result(end="exited" if exited else "eof")
+        return self._engine.result(end="exited" if exited else "running")

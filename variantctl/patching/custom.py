@@ -17,68 +17,100 @@ rollback work for it like for the declarative operations::
         # rollback can only restore the backup (`rollback --force` refuses)
         inverse = UnrenameFlag
 
-Loading the file runs its code, like any Python module you install.
+Loading the file runs its code, like any Python module you install. The
+patchset loader imports it (:mod:`variantctl.config.customcode`), so a module
+that raises anything at import, ``SystemExit`` included, or lacks the class, is
+a ConfigError (exit 2) naming the file and line. Here, a ``detect``, transform
+or ``inverse`` that raises, or returns something that is not a state or a
+module, is a :class:`CustomCodeError` (exit 1) naming the file, the class and
+the method, and the run stops before anything is written: user code can never
+end variantctl silently or make a broken check look like a state. While custom
+code runs, its ``print`` output goes to stderr so that ``--json`` stays valid.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import libcst as cst
 
-from variantctl.config.patchsets import Operation
-from variantctl.patching.states import APPLIED, DRIFTED, ERROR, PRISTINE
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
+from variantctl.patching.model import Operation
+from variantctl.patching.states import APPLIED, DRIFTED, PRISTINE
+from variantctl.patching.userhooks import CustomOpError, describe, guarded, where
+
+__all__ = ["CustomCodeError", "CustomOpError", "detect", "has_inverse", "load_class",
+           "transform"]
+
+T = TypeVar("T")
 
 
-class CustomOpError(Exception):
-    """A custom transformer is missing, broken or cannot do what was asked."""
+class CustomCodeError(VariantctlError):
+    """A custom transformer's code raised, or returned nonsense, while it ran (exit 1)."""
 
-
-_LOADED: dict[tuple[str, str], type[Any]] = {}
+    exit_code = ExitCode.FAILED
 
 
 def load_class(op: Operation) -> type[Any]:
-    """The transformer class of a custom operation (each file is imported once)."""
-    assert op.custom_file is not None and op.custom_class is not None
-    key = (op.custom_file, op.custom_class)
-    if key in _LOADED:
-        return _LOADED[key]
-    name = f"variantctl_custom_{abs(hash(op.custom_file))}"
-    spec = importlib.util.spec_from_file_location(name, op.custom_file)
-    if spec is None or spec.loader is None:
-        raise CustomOpError(f"cannot load {op.custom_file}")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except Exception as exc:
-        raise CustomOpError(f"{op.custom_file} failed to import: {type(exc).__name__}: {exc}"
-                            ) from None
-    cls = getattr(mod, op.custom_class, None)
-    if not (isinstance(cls, type) and issubclass(cls, cst.CSTTransformer)):
-        raise CustomOpError(f"{op.custom_file} has no libcst.CSTTransformer subclass "
-                            f"{op.custom_class!r}")
-    if not callable(getattr(cls, "detect", None)):
-        raise CustomOpError(f"{op.custom_class} must define detect(self, module) -> state")
-    _LOADED[key] = cls
+    """The transformer class of a custom operation, imported when its patchset was loaded
+    (config/customcode.py); CustomOpError if it was not."""
+    if op.custom_impl is None:
+        raise CustomOpError(f"{op.custom_file}: transformer class {op.custom_class} was not "
+                            "loaded with its patchset")
+    cls: type[Any] = op.custom_impl
     return cls
 
 
-def detect(op: Operation, module: cst.Module) -> tuple[str, str]:
-    """(state, reason) reported by the custom transformer."""
+def _loaded(op: Operation) -> type[Any]:
     try:
-        cls = load_class(op)
-        result = cls().detect(module)
-    except CustomOpError as exc:
-        return ERROR, str(exc)
-    except Exception as exc:
-        return ERROR, f"{op.custom_class}.detect failed: {type(exc).__name__}: {exc}"
-    state, reason = (result if isinstance(result, tuple) else (result, ""))
-    if state not in (PRISTINE, APPLIED, DRIFTED):
-        return ERROR, f"{op.custom_class}.detect returned {state!r}"
-    return str(state), str(reason)
+        return load_class(op)
+    except CustomOpError as exc:  # the loader checked it; the file changed since
+        raise CustomCodeError(str(exc), hint=f"operation {op.id} ({op.where})") from None
+
+
+def _run(op: Operation, cls_name: str, method: str | None, display: str | None,
+         fn: Callable[[], T]) -> T:
+    """Call user code; anything it raises becomes a CustomCodeError naming file and method.
+
+    ``method`` is the one variantctl called (``detect``), or None for a transform,
+    where the innermost frame in the file names the visitor method that raised.
+    """
+    try:
+        with guarded():
+            return fn()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit too: user code must not end the run silently
+        assert op.custom_file is not None
+        line, func = where(exc.__traceback__, op.custom_file)
+        at = f":{line}" if line else ""
+        if method is None:
+            label = f"{cls_name}.{func}" if func else f"{cls_name} (transform)"
+        else:
+            label = f"{cls_name}.{method}" + (f" (in {func})" if func and func != method else "")
+        on = f" on {display}" if display else ""
+        raise CustomCodeError(
+            f"{op.custom_file}{at}: {label} raised {describe(exc)}{on}",
+            hint=f"operation {op.id} ({op.where}); nothing was changed") from None
+
+
+def detect(op: Operation, module: cst.Module, *, display: str | None = None) -> tuple[str, str]:
+    """(state, reason) reported by the custom transformer.
+
+    CustomCodeError if detect raises or answers something other than a state.
+    """
+    cls = _loaded(op)
+    result = _run(op, cls.__name__, "detect", display, lambda: cls().detect(module))
+    state, reason = (result if isinstance(result, tuple) and len(result) == 2
+                     else (result, ""))
+    if state not in (PRISTINE, APPLIED, DRIFTED) or not isinstance(reason, str):
+        raise CustomCodeError(
+            f"{op.custom_file}: {op.custom_class}.detect returned {result!r}; expected "
+            f"'pristine', 'applied' or 'drifted' (or a (state, reason) tuple)",
+            hint=f"operation {op.id} ({op.where}); nothing was changed")
+    return str(state), reason
 
 
 def has_inverse(op: Operation) -> bool:
@@ -88,17 +120,23 @@ def has_inverse(op: Operation) -> bool:
         return False
 
 
-def transform(op: Operation, module: cst.Module, *, reverse: bool) -> cst.Module:
-    """Run the transformer (or its ``inverse``) over the module."""
-    cls: type[Any] | None = load_class(op)
+def transform(op: Operation, module: cst.Module, *, reverse: bool,
+              display: str | None = None) -> cst.Module:
+    """Run the transformer (or its ``inverse``) over the module.
+
+    CustomOpError if there is no ``inverse`` to run; CustomCodeError if the
+    transformer raises or does not produce a module.
+    """
+    cls: type[Any] | None = _loaded(op)
     if reverse:
         cls = getattr(cls, "inverse", None)
         if cls is None:
             raise CustomOpError(f"{op.custom_class} has no `inverse`; only a backup can undo it")
     assert cls is not None
-    try:
-        out = module.visit(cls())
-    except Exception as exc:
-        raise CustomOpError(f"{op.custom_class} failed: {type(exc).__name__}: {exc}") from None
-    assert isinstance(out, cst.Module)
+    visitor: type[Any] = cls
+    out = _run(op, visitor.__name__, None, display, lambda: module.visit(visitor()))
+    if not isinstance(out, cst.Module):
+        raise CustomCodeError(f"{op.custom_file}: {visitor.__name__} produced "
+                              f"{type(out).__name__}, not a module",
+                              hint=f"operation {op.id} ({op.where})")
     return out

@@ -23,8 +23,8 @@ from typing import Any
 
 import libcst as cst
 
-from variantctl.config.patchsets import Operation
-from variantctl.patching import custom
+from variantctl.patching import custom, instrument
+from variantctl.patching.model import Operation
 from variantctl.patching.states import (
     APPLIED,
     DRIFTED,
@@ -501,9 +501,14 @@ def analyze(
     custom_states: list[tuple[Operation, str, str]] = []
     for op in ops:
         if op.kind == "custom":
-            state, reason = custom.detect(op, module)
+            state, reason = custom.detect(op, module, display=display)
             custom_states.append((op, state, reason))
             found.append((op, [], state, reason))
+            continue
+        if op.kind == "instrument":  # a whole-module transform, like custom
+            state, reason, cands = instrument.detect(op, module)
+            custom_states.append((op, state, reason))
+            found.append((op, cands, state, reason))
             continue
         cands = _FINDERS[op.kind](module, op, m)
         state, reason = _op_state(op, cands)
@@ -530,7 +535,8 @@ def analyze(
     for op, state, _ in custom_states:
         if state == (APPLIED if reverse else PRISTINE):
             try:
-                new_module = custom.transform(op, new_module, reverse=reverse)
+                new_module = (instrument if op.kind == "instrument" else custom).transform(
+                    op, new_module, reverse=reverse, display=display)
             except custom.CustomOpError as exc:
                 return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
             changed.append(op.id)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from variantctl.config.patchsets import Patchset
+from variantctl.patching.model import Patchset
 from variantctl.patching.states import (
     APPLIED,
     DRIFTED,

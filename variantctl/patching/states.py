@@ -52,6 +52,9 @@ class OpState:
     @property
     def shown(self) -> str:
         """What a person should see: ``from`` when pristine, ``to`` when applied."""
+        if self.kind == "instrument" and self.state in (PRISTINE, APPLIED):
+            # the profile points this file has, with their lines
+            return ", ".join(f"{f.code}:{f.line}" if f.line else f.code for f in self.found)
         if self.state == PRISTINE:
             return self.from_ or ""
         if self.state == APPLIED:

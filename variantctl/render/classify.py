@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from variantctl.env import Environment
+from variantctl.logs.bounded import visible
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.result import SCHEMA, Match, Result
 
@@ -49,7 +50,6 @@ def print_json_results(env: Environment, rows: Sequence[Row], expect: str | None
 
 def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
                   explain: bool) -> None:
-    from rich.markup import escape
     from rich.padding import Padding
     from rich.table import Table
 
@@ -59,14 +59,16 @@ def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
             out.print()
         style = _STYLE.get(r.kind, "")
         sig = f" {r.signature}" if r.signature else ""
-        out.print(f"[bold]{escape(path)}[/]: [{style}]{r.kind.upper()}{escape(sig)}[/]"
-                  f" — {escape(r.title)}")
-        out.print(f"  {escape(r.message)}", highlight=False)
+        out.print(f"[bold]{_safe(path)}[/]: [{style}]{r.kind.upper()}{_safe(sig)}[/]"
+                  f" — {_safe(r.title)}")
+        out.print(f"  {_safe(r.message)}", highlight=False)
         out.print(f"  phase: {r.phase}", highlight=False)
+        if r.note:
+            out.print(f"  note: {_safe(r.note)}", highlight=False)
         for ev in r.evidence:
-            out.print(f"  [dim]{ev.line:>6} |[/] {escape(ev.text)}", highlight=False)
+            out.print(f"  [dim]{ev.line:>6} |[/] {_safe(ev.text)}", highlight=False)
         if r.remediation:
-            out.print(f"  [bold]fix:[/] {escape(r.remediation)}", highlight=False)
+            out.print(f"  [bold]fix:[/] {_safe(r.remediation)}", highlight=False)
         if r.warnings:
             out.print(f"  warnings ({len(r.warnings)}):")
             for w in r.warnings:
@@ -86,29 +88,49 @@ def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
         keys = list(f.config) if explain else [k for k in _CONFIG_ROWS if k in f.config]
         for key in keys:
             table.add_row(key, _fmt(f.config[key]))
+        if explain:
+            for key, value in f.requested.items():
+                table.add_row(f"requested {key}", _fmt(value))
         if table.row_count:
             out.print("  facts:")
             out.print(Padding(table, (0, 0, 0, 4), expand=False))
+        if f.config_differences:
+            out.print(f"  [yellow]findings ({len(f.config_differences)}):[/]")
+            for d in f.config_differences:
+                out.print(f"    - {_safe(str(d['message']))}", highlight=False)
         if expect is not None:
             if mismatches:
-                out.print(f"  [red]expect {escape(expect)}: {len(mismatches)} mismatch(es)[/]")
+                out.print(f"  [red]expect {_safe(expect)}: {len(mismatches)} mismatch(es)[/]")
                 for m in mismatches:
-                    out.print(f"    - {escape(m.describe())}", highlight=False)
+                    out.print(f"    - {_safe(m.describe())}", highlight=False)
             else:
-                out.print(f"  [green]expect {escape(expect)}: facts match[/]")
+                out.print(f"  [green]expect {_safe(expect)}: facts match[/]")
 
 
 def _print_match(env: Environment, m: Match, explain: bool) -> None:
-    from rich.markup import escape
-
     ev = m.evidence[0] if m.evidence else None
     where = f" (line {ev.line})" if ev else ""
-    env.stdout.print(f"    - {m.signature}{where}: {escape(m.message)}", highlight=False)
+    env.stdout.print(f"    - {m.signature}{where}: {_safe(m.message)}", highlight=False)
     if explain and ev is not None:
-        env.stdout.print(f"      [dim]{escape(ev.text)}[/]", highlight=False)
+        env.stdout.print(f"      [dim]{_safe(ev.text)}[/]", highlight=False)
+
+
+#: characters of one log-derived text shown in human output (JSON keeps the line as read)
+_SHOWN = 1000
+
+
+def _safe(text: str) -> str:
+    """Log-derived text for the terminal: control characters made visible (an escape
+    sequence in a log line must not reach the user's terminal raw), rich markup escaped,
+    and clipped so that one enormous line cannot flood it."""
+    from rich.markup import escape
+
+    if len(text) > _SHOWN:
+        text = text[:_SHOWN] + f" …[{len(text) - _SHOWN} more characters]"
+    return escape(visible(text))
 
 
 def _fmt(value: object) -> str:
     if value is None:
         return "-"
-    return str(value)
+    return _safe(str(value))

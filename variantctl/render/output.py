@@ -1,15 +1,67 @@
-"""Shared output helpers."""
+"""What renderers return: blocks of output, each saying which stream it belongs on.
+
+Renderers build these and never print; the CLI prints them in order
+(:func:`variantctl.cli.output.emit`). A report that puts its table on stdout and
+its problems on stderr is one list of blocks, so the interleaving a person sees on a
+terminal is decided here, once, not by the order of print calls in each command.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
 
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+
+@dataclass(frozen=True)
+class Block:
+    """One renderable (or text) and how to print it.
+
+    ``markup``/``highlight``/``soft_wrap`` are rich's ``Console.print`` options; None
+    means the console's default (markup and highlighting on, long lines folded).
+    """
+
+    body: RenderableType
+    err: bool = False
+    markup: bool | None = None
+    highlight: bool | None = None
+    soft_wrap: bool | None = None
+
+
+def text(line: str, *, err: bool = False) -> Block:
+    """A literal line: no markup, no highlighting, never folded (paths, log excerpts)."""
+    return Block(line, err=err, markup=False, highlight=False, soft_wrap=True)
+
+
+def rich_line(line: str, *, err: bool = False) -> Block:
+    """A line with rich markup (``[bold]…[/]``), not highlighted, never folded."""
+    return Block(line, err=err, highlight=False, soft_wrap=True)
+
+
+def error_lines(message: str, hint: str | None) -> list[Block]:
+    """``error: …`` and ``hint: …`` on stderr: the one form of every error line."""
+    # as cli.report_error prints the error that ends a command (folded like it)
+    out = [Block(f"error: {message}", err=True, markup=False, highlight=False)]
+    if hint:
+        out.append(Block(f"hint: {hint}", err=True, markup=False, highlight=False))
+    return out
+
+
+def json_text(data: Any) -> str:
+    """``data`` as the indented JSON document ``--json`` prints (no trailing newline)."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=False)
+
 
 def print_json(env: Environment, data: Any) -> None:
-    """Write ``data`` as indented JSON to stdout, without rich markup or highlighting."""
-    text = json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=False)
-    env.stdout.file.write(text + "\n")
+    """Write ``data`` as indented JSON to stdout, without rich markup or highlighting.
+
+    Kept here for callers outside the CLI's rendering area (render/classify.py,
+    cli/benchflow.py); new code uses :func:`variantctl.cli.output.print_json`.
+    """
+    env.stdout.file.write(json_text(data) + "\n")
     env.stdout.file.flush()

@@ -1,15 +1,21 @@
-"""Rendering of patch reports: rich tables for people (``--json`` prints to_json())."""
+"""Rendering of patch reports: rich tables for people (``--json`` prints to_json()).
+
+Every function returns the blocks to show (variantctl.render.output); the command
+prints them. Paths are shown relative to ``cwd`` when they are below it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from variantctl.env import Environment
+from variantctl.render.output import Block, rich_line, text
 
 if TYPE_CHECKING:
-    from variantctl.config.patchsets import Patchset
-    from variantctl.targets.patchrun import FileOutcome, RunReport
+    from rich.table import Table
+
+    from variantctl.patching.model import Patchset
+    from variantctl.patching.outcomes import FileOutcome, RunReport
 
 _STATE_STYLE = {
     "pristine": "cyan",
@@ -35,15 +41,15 @@ _ACTION_TEXT = {
 }
 
 
-def display_path(env: Environment, path: str) -> str:
+def display_path(cwd: Path, path: str) -> str:
     """A path relative to the cwd when it is below it (shorter tables)."""
     try:
-        return str(Path(path).relative_to(env.cwd))
+        return str(Path(path).relative_to(cwd))
     except ValueError:
         return path
 
 
-def _where(env: Environment, f: FileOutcome, line: int | None) -> str:
+def _where(f: FileOutcome, line: int | None) -> str:
     # the root is in its own column: show the path inside it
     p = f.path[len(f.root):].lstrip("/") if f.path.startswith(f.root) else f.path
     return f"{p}:{line}" if line else p
@@ -54,20 +60,20 @@ def _styled(state: str) -> str:
     return f"[{style}]{state}[/]" if style else state
 
 
-def print_recovered(env: Environment, report: RunReport) -> None:
+def recovered_blocks(report: RunReport) -> list[Block]:
+    """What the run repaired first (an interrupted transaction), one line each (stderr)."""
     from rich.markup import escape
 
     label = "note" if report.dry_run else "recovered"
-    for note in report.recovered:
-        env.stderr.print(f"[yellow]{label}:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    return [rich_line(f"[yellow]{label}:[/] {escape(note)}", err=True)
+            for note in report.recovered]
 
 
-def print_report(env: Environment, report: RunReport) -> None:
-    """apply / rollback: one row per file, the problems one line each, then a summary."""
+def report_table(cwd: Path, report: RunReport) -> Table:
+    """apply / rollback: one row per file."""
     from rich.markup import escape
     from rich.table import Table
 
-    print_recovered(env, report)
     title = f"{report.action} {report.patchset}" + (" (dry run)" if report.dry_run else "")
     table = Table(title=title, title_justify="left", show_lines=False)
     for col in ("root", "module", "state", "result", "detail"):
@@ -78,13 +84,20 @@ def print_report(env: Environment, report: RunReport) -> None:
             detail = f"backup {f.backup.rsplit('/', 1)[-1]}"
         elif f.backup and f.action in ("rolled-back", "would-roll-back"):
             detail = f"restored {f.backup.rsplit('/', 1)[-1]}"
-        table.add_row(escape(display_path(env, f.root)), escape(f.module), _styled(f.state),
+        table.add_row(escape(display_path(cwd, f.root)), escape(f.module), _styled(f.state),
                       _ACTION_TEXT.get(f.action, f.action), escape(detail))
-    env.stdout.print(table)
-    print_problems(env, report)
+    return table
+
+
+def report_blocks(cwd: Path, report: RunReport) -> list[Block]:
+    """apply / rollback: the table, the problems one line each, then a summary."""
+    out = recovered_blocks(report)
+    out.append(Block(report_table(cwd, report)))
+    out += problem_blocks(report)
     if report.error:
-        env.stderr.print(f"error: {report.error}", markup=False, highlight=False, soft_wrap=True)
-    _summary(env, report)
+        out.append(text(f"error: {report.error}", err=True))
+    out.append(_summary(report))
+    return out
 
 
 def problem_lines(report: RunReport) -> list[str]:
@@ -111,88 +124,97 @@ def problem_lines(report: RunReport) -> list[str]:
     return out
 
 
-def print_problems(env: Environment, report: RunReport) -> None:
-    for line in problem_lines(report):
-        env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+def problem_blocks(report: RunReport) -> list[Block]:
+    return [text(line, err=True) for line in problem_lines(report)]
 
 
-def _summary(env: Environment, report: RunReport) -> None:
-    actions = [f.action for f in report.files]
+def _summary(report: RunReport) -> Block:
+    actions: list[str] = [f.action for f in report.files]
     verb = "apply" if report.action == "apply" else "roll back"
     done = "applied" if report.action == "apply" else "rolled-back"
     if report.error:
         if done in actions:
-            env.stderr.print(f"{report.action} failed after writing the files (see above)",
-                             highlight=False, soft_wrap=True)
-        else:
-            env.stderr.print(f"{report.action} failed: nothing was changed",
-                             highlight=False, soft_wrap=True)
-    elif "missing" in actions or "error" in actions:
-        env.stderr.print(f"cannot {verb}: fix the files above; nothing was changed",
-                         highlight=False, soft_wrap=True)
-    elif "refused" in actions:
-        env.stderr.print(f"refused to {verb}: nothing was changed", highlight=False, soft_wrap=True)
-    elif report.dry_run:
+            return Block(f"{report.action} failed after writing the files (see above)",
+                         err=True, highlight=False, soft_wrap=True)
+        return Block(f"{report.action} failed: nothing was changed",
+                     err=True, highlight=False, soft_wrap=True)
+    if "missing" in actions or "error" in actions:
+        return Block(f"cannot {verb}: fix the files above; nothing was changed",
+                     err=True, highlight=False, soft_wrap=True)
+    if "refused" in actions:
+        return Block(f"refused to {verb}: nothing was changed",
+                     err=True, highlight=False, soft_wrap=True)
+    if report.dry_run:
         n = sum(a.startswith("would") for a in actions)
-        env.stdout.print(f"dry run: {n} file(s) would change; nothing was written")
-    elif all(a == "unchanged" for a in actions):
+        return Block(f"dry run: {n} file(s) would change; nothing was written")
+    if all(a == "unchanged" for a in actions):
         what = "already applied" if report.action == "apply" else "not applied"
-        env.stdout.print(f"{report.patchset} is {what} in every root; nothing to do")
-    else:
-        n = actions.count(done)
-        env.stdout.print(f"{report.action}: {n} file(s) written in "
-                         f"{len({f.root for f in report.files if f.action == done})} root(s)")
+        return Block(f"{report.patchset} is {what} in every root; nothing to do")
+    n = actions.count(done)
+    return Block(f"{report.action}: {n} file(s) written in "
+                 f"{len({f.root for f in report.files if f.action == done})} root(s)")
 
 
-def print_status(env: Environment, reports: list[RunReport]) -> None:
-    """status: per root and operation."""
+def status_table(cwd: Path, report: RunReport) -> Table:
+    """status of one patchset: per root and operation."""
     from rich.markup import escape
     from rich.table import Table
 
+    table = Table(title=f"{report.patchset} on {report.host}", title_justify="left")
+    for col in ("root", "operation", "state", "value", "where"):
+        table.add_column(col, overflow="fold")
+    for f in report.files:
+        if f.state in ("missing", "error"):
+            table.add_row(escape(display_path(cwd, f.root)), "-", _styled(f.state),
+                          escape(f.message), escape(_where(f, f.error_line)))
+            continue
+        root = escape(display_path(cwd, f.root))  # shown once per file
+        for o in f.ops:
+            if o.state == "drifted":
+                found = ", ".join(x.code for x in o.found if x.kind == "other") or ""
+                value = o.reason + (f": {found}" if found else "")
+            else:
+                value = o.shown
+            table.add_row(root, escape(o.op_id), _styled(o.state), escape(value),
+                          escape(_where(f, o.line)))
+            root = ""
+        table.add_row(root, "[bold]file[/]", _styled(f.state), "", "", end_section=True)
+    return table
+
+
+def status_blocks(cwd: Path, reports: list[RunReport]) -> list[Block]:
+    """status: a table per patchset, each followed by its problems."""
+    out: list[Block] = []
     for report in reports:
-        print_recovered(env, report)
-        table = Table(title=f"{report.patchset} on {report.host}", title_justify="left")
-        for col in ("root", "operation", "state", "value", "where"):
-            table.add_column(col, overflow="fold")
-        for f in report.files:
-            if f.state in ("missing", "error"):
-                where = _where(env, f, f.error_line)
-                table.add_row(escape(display_path(env, f.root)), "-", _styled(f.state),
-                              escape(f.message), escape(where))
-                continue
-            root = escape(display_path(env, f.root))  # shown once per file
-            for o in f.ops:
-                if o.state == "drifted":
-                    found = ", ".join(x.code for x in o.found if x.kind == "other") or ""
-                    value = o.reason + (f": {found}" if found else "")
-                else:
-                    value = o.shown
-                table.add_row(root, escape(o.op_id), _styled(o.state), escape(value),
-                              escape(_where(env, f, o.line)))
-                root = ""
-            table.add_row(root, "[bold]file[/]", _styled(f.state), "", "", end_section=True)
-        env.stdout.print(table)
-        print_problems(env, report)
+        out += recovered_blocks(report)
+        out.append(Block(status_table(cwd, report)))
+        out += problem_blocks(report)
+        if report.error:  # e.g. an unreadable journal: the repair it needs did not happen
+            out.append(text(f"error: {report.error}", err=True))
+    return out
 
 
-def print_patchset(env: Environment, ps: Patchset) -> None:
+def patchset_blocks(ps: Patchset) -> list[Block]:
+    """patch show: the header lines and the operations table."""
     from rich.markup import escape
     from rich.table import Table
 
-    env.stdout.print(f"[bold]{escape(ps.name)}[/]  {escape(ps.description)}")
-    env.stdout.print(f"file: {escape(ps.source)}")
-    env.stdout.print(f"modules: {escape(', '.join(ps.modules))}")
-    env.stdout.print(f"backup name: {escape(ps.backup_template)}")
+    out = [Block(f"[bold]{escape(ps.name)}[/]  {escape(ps.description)}"),
+           Block(f"file: {escape(ps.source)}"),
+           Block(f"modules: {escape(', '.join(ps.modules))}"),
+           Block(f"backup name: {escape(ps.backup_template)}")]
     table = Table(title="operations", title_justify="left")
     for col in ("id", "op", "where", "from", "to"):
         table.add_column(col, overflow="fold")
     for op in ps.operations:
         table.add_row(escape(op.id), op.kind, escape(op.describe), escape(op.from_ or "-"),
                       escape(op.to or "-"))
-    env.stdout.print(table)
+    out.append(Block(table))
+    return out
 
 
-def print_diff(env: Environment, text: str) -> None:
+def diff_block(diff: str) -> Block:
+    """A unified diff, coloured."""
     from rich.syntax import Syntax
 
-    env.stdout.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+    return Block(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))

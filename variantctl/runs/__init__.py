@@ -1,2 +1,2 @@
 """Run records: what a launch started on a host (server record) and what it
-concluded (run.json in ``runs/<date>-<variant>-<n>/``)."""
+concluded (``runs/<date>-<variant>-<key>-<seq>/run.json``, see runs/store.py)."""

@@ -1,4 +1,4 @@
-"""Frozen models of a started server and of an archived run (run.json).
+"""Frozen models of a started server (its record on the host) and the host's file layout.
 
 Pure: no file or process access. ``to_dict``/``from_dict`` give the JSON form.
 """
@@ -7,19 +7,34 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-RUN_SCHEMA = 1
-
-#: a safe component for file names on the host (variant names already match this)
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: characters kept as they are in derived file names (what variant names may hold)
+_KEEP = re.compile(r"[A-Za-z0-9_.-]")
 
 
 def safe_name(name: str) -> str:
-    return _SAFE.sub("_", name) or "_"
+    """``name`` as one file-name component, injectively: distinct names, distinct files.
+
+    Valid variant names (letters, digits, ``_ . -``, not starting with ``.`` or
+    ``-``) come out unchanged, so existing pid files and records keep their
+    names. Any other character, and a leading ``.`` or ``-``, becomes ``%XX``
+    per UTF-8 byte; ``%`` itself is never kept, so the mapping can be undone and
+    ``co l``, ``co_l`` and ``co;l`` can never share a pid file. The empty name is
+    ``%``, which no other name produces.
+    """
+    if not name:
+        return "%"
+    out: list[str] = []
+    for i, ch in enumerate(name):
+        if _KEEP.fullmatch(ch) and not (i == 0 and ch in ".-"):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,20 @@ class HostLayout:
 
     def script(self, variant: str, stamp: str) -> str:
         return posixpath.join(self.scripts, f"{safe_name(variant)}-{stamp}.sh")
+
+    @staticmethod
+    def is_log_of(variant: str, file_name: str) -> bool:
+        """Whether ``file_name`` (in :attr:`logs`) is one of ``variant``'s logs.
+
+        Matched exactly (name, stamp, ``.log``): a prefix test would hand variant
+        ``a`` the logs of ``a-1``.
+        """
+        return _LOG_NAME.fullmatch(file_name) is not None and (
+            file_name[: -len("-YYYYmmddTHHMMSSZ.log")] == safe_name(variant))
+
+
+#: ``<safe name>-<stamp>.log``, as written by :meth:`HostLayout.log`
+_LOG_NAME = re.compile(r".+-[0-9]{8}T[0-9]{6}Z\.log")
 
 
 def stamp_of(when: datetime) -> str:
@@ -89,41 +118,3 @@ class ServerRecord:
             started_at=str(data["started_at"]),
             run_dir=None if data.get("run_dir") is None else str(data["run_dir"]),
         )
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """Everything ``runs/<date>-<variant>-<n>/run.json`` holds."""
-
-    run_id: str
-    variant: Mapping[str, Any]
-    host: Mapping[str, Any]
-    script: str
-    server: Mapping[str, Any]
-    patches: Mapping[str, Any]
-    verdict: Mapping[str, Any]
-    facts: Mapping[str, Any]
-    expect: Mapping[str, Any]
-    timings: Mapping[str, Any]
-    preflight: Sequence[Mapping[str, Any]] = field(default_factory=list)
-    stopped: Mapping[str, Any] | None = None
-    log_file: str | None = None
-    schema: int = RUN_SCHEMA
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": self.schema,
-            "run_id": self.run_id,
-            "variant": dict(self.variant),
-            "host": dict(self.host),
-            "script": self.script,
-            "server": dict(self.server),
-            "patches": dict(self.patches),
-            "preflight": [dict(p) for p in self.preflight],
-            "verdict": dict(self.verdict),
-            "facts": dict(self.facts),
-            "expect": dict(self.expect),
-            "timings": dict(self.timings),
-            "stopped": None if self.stopped is None else dict(self.stopped),
-            "log_file": self.log_file,
-        }

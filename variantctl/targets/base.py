@@ -3,7 +3,7 @@
 Paths are POSIX strings on the *target* (a remote host's paths are not local
 ``Path`` objects). Failures raise :class:`~variantctl.errors.TargetError` with a
 ``kind`` (``not-found``, ``permission``, ``read-only``, ``no-space``, ``busy``,
-``exists``, ``unreachable``, ``auth``, ``host-key``, ``other``) so callers turn
+``exists``, ``link``, ``unreachable``, ``auth``, ``host-key``, ``other``) so callers turn
 them into per-item results.
 """
 
@@ -13,7 +13,7 @@ import errno
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from variantctl.errors import TargetError
 
@@ -53,7 +53,9 @@ class Target(Protocol):
     def write_atomic(self, path: str, data: bytes) -> None:
         """Replace ``path`` with ``data``: temp file in the same directory, fsync,
         rename over. Keeps the existing file's mode and owner. Never leaves a
-        partial file at ``path`` (the temp file is removed on failure)."""
+        partial file at ``path`` (the temp file is removed on failure). Refuses
+        (kind ``link``) when ``path`` is a symbolic link or not a regular file:
+        renaming over a link would silently turn it into a regular file."""
         ...
 
     def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
@@ -74,6 +76,11 @@ class Target(Protocol):
         """File metadata, or None when it does not exist."""
         ...
 
+    def lstat(self, path: str) -> FileStat | None:
+        """Like :meth:`stat`, but of a symbolic link itself (not followed): how the
+        patch engine checks that nothing it writes under a root goes through a link."""
+        ...
+
     def listdir(self, path: str) -> list[str]:
         """Entry names of a directory (kind ``not-found`` if missing)."""
         ...
@@ -84,7 +91,9 @@ class Target(Protocol):
 
     def lock(self, path: str, *, timeout: float = 0.0) -> AbstractContextManager[None]:
         """An exclusive lock held while the context is open; released if the
-        holder dies. Kind ``busy`` when another holder keeps it past ``timeout``."""
+        holder dies. Kind ``busy`` when another holder keeps it past ``timeout``;
+        kind ``link`` when ``path`` is a symbolic link (never followed: the pid
+        written into the lock file would overwrite the link's target)."""
         ...
 
     def run(
@@ -98,6 +107,54 @@ class Target(Protocol):
     ) -> RunResult:
         """Run a program to completion (no shell; argv is quoted for SSH)."""
         ...
+
+    # -- what the launch/measure loop needs beyond files and programs ---------------
+    #
+    # Declared here (never probed with getattr) so every feature works on every target.
+    # Concurrency: one target may be used at the same time by a log watcher, a GPU
+    # sampler and a benchmark client from different threads. Each process run and each
+    # TCP connection gets its own channel; file operations are serialised by the target
+    # (SFTP requests share one channel, so SshTarget holds a lock per request).
+
+    def read_from(self, path: str, offset: int, limit: int = 1 << 20) -> bytes:
+        """Up to ``limit`` bytes of a (growing) file from byte ``offset``; b"" when
+        nothing new."""
+        ...
+
+    def expand_user(self, path: str) -> str:
+        """``~`` and ``~/…`` expanded to the home directory *on the target*."""
+        ...
+
+    def open_tcp(self, port: int, address: str = "127.0.0.1", timeout: float = 3.0) -> Socketish:
+        """A connected stream to ``address:port`` as seen from the target (for a one-shot
+        probe such as ``/health``). Raises OSError (e.g. ConnectionRefusedError) when
+        nothing listens there; TargetError kind ``unreachable`` when the target is gone."""
+        ...
+
+    def forward(self, port: int, address: str = "127.0.0.1"
+                ) -> AbstractContextManager[tuple[str, int]]:
+        """A local ``(host, port)`` that any client in this process can connect to, reaching
+        ``address:port`` on the target (for an HTTP client: benchmarks, ``/metrics``).
+        Local targets yield the address itself; SSH targets relay each connection over
+        its own ``direct-tcpip`` channel."""
+        ...
+
+    def reconnect(self) -> None:
+        """Re-establish a dropped connection (kind ``unreachable`` if it cannot be);
+        a no-op for targets without one."""
+        ...
+
+
+class Socketish(Protocol):
+    """The part of a socket :meth:`Target.open_tcp` returns (a socket or an SSH channel)."""
+
+    def sendall(self, data: bytes) -> Any: ...
+
+    def recv(self, n: int) -> bytes: ...
+
+    def settimeout(self, timeout: float | None) -> Any: ...
+
+    def close(self) -> Any: ...
 
 
 def error_from_oserror(exc: OSError, *, host: str, path: str | None = None) -> TargetError:

@@ -56,21 +56,26 @@ def check_host(target: Target, host: Host, *, connected_in: float = 0.0) -> Host
         found = _exists(target, host.gpu_monitor.split()[0])
         if not found:
             problems.append(f"GPU monitor {host.gpu_monitor} not found")
-    wd = target.run(["sh", "-c", 'mkdir -p "$1" && test -w "$1"', "sh", _expand(target, host)],
-                    timeout=15)
-    if not wd.ok:
-        problems.append(f"work directory {host.workdir} is not writable")
+    wd_ok = None
+    try:
+        # files travel over SFTP on an SSH host: an sshd without it is unusable
+        target.stat("/")
+    except TargetError as exc:
+        if exc.kind != "no-sftp":
+            raise
+        problems.append(exc.message)
+    else:
+        wd = target.run(["sh", "-c", 'mkdir -p "$1" && test -w "$1"', "sh",
+                         _expand(target, host)], timeout=15)
+        wd_ok = wd.ok
+        if not wd.ok:
+            problems.append(f"work directory {host.workdir} is not writable")
     return HostCheck(host.name, True, connected_in + time.monotonic() - t0, executable, version,
-                     host.gpu_monitor, found, wd.ok, tuple(problems))
+                     host.gpu_monitor, found, wd_ok, tuple(problems))
 
 
 def _expand(target: Target, host: Host) -> str:
-    expand = getattr(target, "path", None)
-    if expand is not None:
-        return str(expand(host.workdir))
-    import os
-
-    return os.path.expanduser(host.workdir)
+    return target.expand_user(host.workdir)
 
 
 def _exists(target: Target, program: str) -> bool:

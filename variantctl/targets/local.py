@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import socket
+import stat
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 
 from variantctl.errors import TargetError
 from variantctl.targets.base import FileStat, RunResult, error_from_oserror
+from variantctl.targets.guard import LinkRefused
 
 
 class LocalTarget:
@@ -47,22 +51,33 @@ class LocalTarget:
 
     def write_atomic(self, path: str, data: bytes) -> None:
         try:
-            st: os.stat_result | None = os.stat(path)
+            st: os.stat_result | None = os.lstat(path)
         except FileNotFoundError:
             st = None
         except OSError as exc:
             raise error_from_oserror(exc, host=self.name, path=path) from None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            # os.replace would swap a link (or a fifo, a device) for a regular file
+            raise _not_regular(self.name, path, st)
         tmp = self._write_temp(path, data)
         try:
             if st is not None:
                 os.chmod(tmp, st.st_mode & 0o7777)
                 if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
                     os.chown(tmp, st.st_uid, st.st_gid)
+            if st is not None:
+                # a link put there since the check above is refused, not replaced
+                now = os.lstat(path)
+                if not stat.S_ISREG(now.st_mode):
+                    raise _not_regular(self.name, path, now)
             os.replace(tmp, path)
             _fsync_dir(os.path.dirname(path) or ".")
         except OSError as exc:
             _unlink_quietly(tmp)
             raise error_from_oserror(exc, host=self.name, path=path) from None
+        except TargetError:
+            _unlink_quietly(tmp)
+            raise
 
     def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         if os.path.lexists(path):
@@ -95,8 +110,14 @@ class LocalTarget:
             raise error_from_oserror(exc, host=self.name, path=path) from None
 
     def stat(self, path: str) -> FileStat | None:
+        return self._stat(path, follow=True)
+
+    def lstat(self, path: str) -> FileStat | None:
+        return self._stat(path, follow=False)
+
+    def _stat(self, path: str, *, follow: bool) -> FileStat | None:
         try:
-            st = os.stat(path)
+            st = os.stat(path) if follow else os.lstat(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -122,11 +143,18 @@ class LocalTarget:
     def _lock(self, path: str, timeout: float) -> Iterator[None]:
         # flock is released by the kernel when the holder dies, so a killed
         # apply never leaves a stale lock behind.
+        # O_NOFOLLOW: a link planted as the lock file must not get its target
+        # truncated and overwritten with our pid
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _not_regular(self.name, path, None) from None
             raise error_from_oserror(exc, host=self.name, path=path) from None
         try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(self.name, path, st)
             deadline = time.monotonic() + timeout
             while True:
                 try:
@@ -188,6 +216,36 @@ class LocalTarget:
             proc.stdout.decode("utf-8", "replace"),
             proc.stderr.decode("utf-8", "replace"),
         )
+
+    # -- the loop's extras (see Target) ------------------------------------
+
+    def read_from(self, path: str, offset: int, limit: int = 1 << 20) -> bytes:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read(limit)
+        except OSError as exc:
+            raise error_from_oserror(exc, host=self.name, path=path) from None
+
+    def expand_user(self, path: str) -> str:
+        return os.path.expanduser(path)
+
+    def open_tcp(self, port: int, address: str = "127.0.0.1", timeout: float = 3.0
+                 ) -> socket.socket:
+        return socket.create_connection((address, port), timeout=timeout)
+
+    def forward(self, port: int, address: str = "127.0.0.1"
+                ) -> AbstractContextManager[tuple[str, int]]:
+        return nullcontext((address, port))
+
+    def reconnect(self) -> None:
+        return None
+
+
+def _not_regular(host: str, path: str, st: os.stat_result | None) -> TargetError:
+    if st is None or stat.S_ISLNK(st.st_mode):
+        return LinkRefused(path, host=host)
+    return LinkRefused(path, host=host, what="is not a regular file")
 
 
 def _unlink_quietly(path: str) -> None:

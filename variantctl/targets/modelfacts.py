@@ -8,7 +8,6 @@ back: pre-flight never downloads anything.
 
 from __future__ import annotations
 
-import os
 import posixpath
 
 from variantctl.errors import TargetError
@@ -23,10 +22,7 @@ def read_model_info(target: Target, model: str | None) -> ModelInfo | None:
     """The facts of ``model``'s config.json on ``target``, or None when it has none."""
     if not model or not model.startswith(("/", "~", "./", "../")):
         return None
-    directory = model
-    if model.startswith("~"):
-        expand = getattr(target, "path", None)  # SshTarget knows the remote home
-        directory = expand(model) if callable(expand) else os.path.expanduser(model)
+    directory = target.expand_user(model) if model.startswith("~") else model
     path = posixpath.join(directory, "config.json")
     try:
         st = target.stat(path)

@@ -15,7 +15,6 @@ Linux ``/proc`` on the host, so it behaves the same on this machine and over SSH
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterable
 from contextlib import suppress
@@ -287,23 +286,7 @@ def _signal_pids(target: Target, pgid: int, pids: Iterable[int], sig: str) -> No
 
 def read_from(target: Target, path: str, offset: int, limit: int = 1 << 20) -> bytes:
     """Bytes of a (growing) file from ``offset``; b"" when nothing new."""
-    reader = getattr(target, "read_from", None)
-    if reader is not None:
-        data: bytes = reader(path, offset, limit)
-        return data
-    from variantctl.targets.local import LocalTarget
-
-    if isinstance(target, LocalTarget):
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                return fh.read(limit)
-        except OSError as exc:
-            from variantctl.targets.base import error_from_oserror
-
-            raise error_from_oserror(exc, host=target.name, path=path) from None
-    res = target.run(["sh", "-c", f"tail -c +{offset + 1} {quote_path(path)} | head -c {limit}"])
-    return res.stdout.encode()
+    return target.read_from(path, offset, limit)
 
 
 def http_status(
@@ -313,12 +296,8 @@ def http_status(
     """HTTP status of ``GET path`` on ``address:port`` *as seen from the host*,
     or None when nothing answers. Over SSH this is a direct-tcpip channel, so
     the server's port need not be reachable from here."""
-    opener = getattr(target, "open_tcp", None)
     try:
-        if opener is not None:
-            sock = opener(port, address, timeout)
-        else:
-            sock = socket.create_connection((address, port), timeout=timeout)
+        sock = target.open_tcp(port, address, timeout)
     except (OSError, EOFError):
         return None
     try:

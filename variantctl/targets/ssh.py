@@ -18,12 +18,14 @@ Guarantees match :class:`~variantctl.targets.local.LocalTarget`:
 from __future__ import annotations
 
 import errno
+import os
 import posixpath
 import re
 import secrets
 import shlex
 import socket
 import stat as statmod
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
 from variantctl.targets.base import FileStat, RunResult, error_from_oserror
+from variantctl.targets.guard import LinkRefused
 
 if TYPE_CHECKING:
     import paramiko
@@ -44,16 +47,25 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 # LOCKED once it holds the lock, then waits for EOF on stdin (our channel).
 _LOCK_SCRIPT = r"""
 lock=$1; wait=$2; py=$3
+# never through a link: the pid would overwrite the link's target
+if [ -L "$lock" ] || { [ -e "$lock" ] && [ ! -f "$lock" ]; }; then echo LINK; exit 1; fi
 if command -v flock >/dev/null 2>&1; then
   exec 9>>"$lock" || exit 3
+  if [ -L "$lock" ] || [ ! -f "$lock" ]; then echo LINK; exit 1; fi
   if flock -w "$wait" 9; then
+    if [ -L "$lock" ]; then echo LINK; exit 1; fi
     : > "$lock"; echo "$$" >> "$lock"; echo LOCKED; cat >/dev/null; exit 0
   fi
   echo BUSY; exit 1
 fi
 exec "$py" -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+import fcntl, os, stat, sys, time
+try:
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+except OSError:
+    print("LINK" if os.path.islink(sys.argv[1]) else "ERROR", flush=True); sys.exit(1)
+if not stat.S_ISREG(os.fstat(fd).st_mode):
+    print("LINK", flush=True); sys.exit(1)
 deadline = time.monotonic() + float(sys.argv[2])
 while True:
     try:
@@ -109,7 +121,12 @@ class SshTarget:
         self.host = host
         self.connect_timeout = connect_timeout
         self._conn: Any = None
-        self._sftp: paramiko.SFTPClient | None = None
+        # one SFTP session per thread: paramiko's SFTPClient is not safe for concurrent
+        # requests (two threads reading responses steal each other's packets and hang),
+        # and a log watcher, a GPU sampler and a benchmark share this connection
+        self._sftp_local = threading.local()
+        self._sftp_all: list[paramiko.SFTPClient] = []
+        self._sftp_guard = threading.Lock()
         self._home: str | None = None
         #: number of SSH round trips made (exec channels and SFTP requests we issued)
         self.round_trips = 0
@@ -125,9 +142,10 @@ class SshTarget:
         if spec.config_file:
             cfg_path = Path(spec.config_file).expanduser()
             if not cfg_path.is_file():
+                # a typo in hosts.yaml is bad input (exit 2), not an unreachable host
                 raise TargetError(
                     f"ssh config file {cfg_path} does not exist",
-                    kind="unreachable",
+                    kind="config",
                     host=self.name,
                     hint=f"fix `ssh.config` of host {self.name} ({self.host.origin})",
                 )
@@ -137,7 +155,7 @@ class SshTarget:
         connect_kwargs: dict[str, Any] = {"banner_timeout": self.connect_timeout,
                                           "auth_timeout": self.connect_timeout}
         if spec.key:
-            connect_kwargs["key_filename"] = [str(Path(spec.key).expanduser())]
+            connect_kwargs["key_filename"] = [str(self._key_file(spec.key))]
         target = spec.alias or spec.hostname
         assert target is not None
         conn = fabric.Connection(
@@ -148,8 +166,38 @@ class SshTarget:
             connect_timeout=int(self.connect_timeout),
             connect_kwargs=connect_kwargs,
         )
+        # OpenSSH skips an ssh_config IdentityFile that does not exist; paramiko would
+        # stop at it with "No such file", reported as an unreachable host (`ssh.key`
+        # of hosts.yaml, checked above, is in the list and exists)
+        files = conn.connect_kwargs.get("key_filename")
+        if files:
+            present = [f for f in files if Path(f).expanduser().is_file()]
+            if present:
+                conn.connect_kwargs["key_filename"] = present
+            else:
+                del conn.connect_kwargs["key_filename"]
         _reject_unknown_keys(conn)
         return conn
+
+    def _key_file(self, key: str) -> Path:
+        """The ``ssh.key`` file, checked here: paramiko would report a missing key as
+        an unreachable host (exit 4) although it is a typo in hosts.yaml (exit 2)."""
+        path = Path(key).expanduser()
+        problem = None
+        if not path.exists():
+            problem = "does not exist"
+        elif not path.is_file():
+            problem = "is not a file"
+        elif not os.access(path, os.R_OK):
+            problem = "cannot be read (permission denied)"
+        if problem:
+            raise TargetError(
+                f"ssh key file {path} {problem}",
+                kind="config",
+                host=self.name,
+                hint=f"fix `ssh.key` of host {self.name} ({self.host.origin})",
+            )
+        return path
 
     def connect(self) -> SshTarget:
         """Open the connection (one per host per command); map failures to kinds."""
@@ -223,10 +271,12 @@ class SshTarget:
         return self
 
     def close(self) -> None:
-        if self._sftp is not None:
+        with self._sftp_guard:
+            clients, self._sftp_all = self._sftp_all, []
+            self._sftp_local = threading.local()
+        for client in clients:
             with suppress(Exception):
-                self._sftp.close()
-            self._sftp = None
+                client.close()
         if self._conn is not None:
             with suppress(Exception):
                 self._conn.close()
@@ -253,15 +303,44 @@ class SshTarget:
         return transport  # type: ignore[no-any-return]
 
     def sftp(self) -> paramiko.SFTPClient:
-        if self._sftp is None:
+        """This thread's SFTP session on the connection, opened on first use.
+
+        Opened in two steps (what ``open_sftp_client`` does in one) so that a host
+        whose sshd has no SFTP subsystem is named as such: the refused request (or a
+        missing sftp-server that hangs up at once) closes only that channel, while a
+        dropped connection takes the transport with it.
+        """
+        client: paramiko.SFTPClient | None = getattr(self._sftp_local, "client", None)
+        if client is None:
+            import paramiko
+
             try:
-                self._sftp = self._transport().open_sftp_client()
-                self.round_trips += 1
+                channel = self._transport().open_session()
             except TargetError:
                 raise
             except Exception as exc:
                 raise self._lost(exc) from None
-        return self._sftp
+            try:
+                channel.invoke_subsystem("sftp")
+                client = paramiko.SFTPClient(channel)
+            except Exception as exc:
+                with suppress(Exception):
+                    channel.close()
+                if not self.is_connected:
+                    raise self._lost(exc) from None
+                raise TargetError(
+                    f"SFTP is unavailable on {self.name}: its sshd offers no working sftp "
+                    "subsystem, and variantctl reads and writes files on a host over SFTP",
+                    kind="no-sftp",
+                    host=self.name,
+                    hint="enable it in the host's sshd_config (`Subsystem sftp "
+                    "internal-sftp`, or the path of sftp-server) and reload sshd",
+                ) from None
+            self.round_trips += 1
+            self._sftp_local.client = client
+            with self._sftp_guard:
+                self._sftp_all.append(client)
+        return client
 
     def _lost(self, exc: BaseException) -> TargetError:
         return TargetError(
@@ -337,7 +416,8 @@ class SshTarget:
         try:
             # not pipelined: paramiko drops the error status of pipelined writes, and a
             # full disk must fail the write, not produce a short file
-            with sftp.open(tmp, "wb") as fh:
+            # "x": O_CREAT|O_EXCL on the host, so a link planted at the name is not followed
+            with sftp.open(tmp, "wxb") as fh:
                 fh.write(data)
                 fh.flush()
                 _sftp_fsync(sftp, fh)
@@ -374,11 +454,14 @@ class SshTarget:
     def write_atomic(self, path: str, data: bytes) -> None:
         p = self.path(path)
         try:
-            st = self.sftp().stat(p)
+            st = self.sftp().lstat(p)
         except FileNotFoundError:
             st = None
         except Exception as exc:
             raise self._err(exc, path) from None
+        if st is not None and not statmod.S_ISREG(st.st_mode or 0):
+            # posix-rename would swap a link (or a fifo, a device) for a regular file
+            raise _not_regular(self.name, path, st.st_mode or 0)
         mode = statmod.S_IMODE(st.st_mode) if st is not None and st.st_mode is not None else None
         tmp = self._write_temp(p, data, mode)
         sftp = self.sftp()
@@ -386,8 +469,14 @@ class SshTarget:
             if st is not None and st.st_uid is not None and st.st_gid is not None:
                 with suppress(OSError):  # chown needs root; keep going as the owner
                     sftp.chown(tmp, st.st_uid, st.st_gid)
+            if st is not None:
+                # checked again right before the rename: a link put there meanwhile
+                # is refused, not replaced
+                now = sftp.lstat(p).st_mode or 0
+                if not statmod.S_ISREG(now):
+                    raise _not_regular(self.name, path, now)
             sftp.posix_rename(tmp, p)
-            self.round_trips += 2
+            self.round_trips += 3
         except Exception as exc:
             with suppress(Exception):
                 sftp.remove(tmp)
@@ -395,7 +484,7 @@ class SshTarget:
 
     def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         p = self.path(path)
-        if self.stat(p) is not None:
+        if self.lstat(p) is not None:  # a dangling link is there too
             raise TargetError("already exists", kind="exists", host=self.name, path=path)
         tmp = self._write_temp(p, data, mode)
         sftp = self.sftp()
@@ -404,7 +493,7 @@ class SshTarget:
             _sftp_extended(sftp, "hardlink@openssh.com", tmp, p)
             self.round_trips += 1
         except Exception as exc:
-            if self.stat(p) is not None:
+            if self.lstat(p) is not None:
                 raise TargetError("already exists", kind="exists",
                                   host=self.name, path=path) from None
             raise self._err(exc, path) from None
@@ -429,8 +518,15 @@ class SshTarget:
             raise self._err(exc, path) from None
 
     def stat(self, path: str) -> FileStat | None:
+        return self._stat(path, follow=True)
+
+    def lstat(self, path: str) -> FileStat | None:
+        return self._stat(path, follow=False)
+
+    def _stat(self, path: str, *, follow: bool) -> FileStat | None:
         try:
-            st = self.sftp().stat(self.path(path))
+            sftp = self.sftp()
+            st = sftp.stat(self.path(path)) if follow else sftp.lstat(self.path(path))
             self.round_trips += 1
         except FileNotFoundError:
             return None
@@ -498,6 +594,8 @@ class SshTarget:
             raise self._lost(exc) from None
         if reply != "LOCKED":
             chan.close()
+            if reply == "LINK":
+                raise LinkRefused(path, host=self.name)
             if reply == "BUSY":
                 raise TargetError(
                     "locked by another variantctl process",
@@ -573,6 +671,30 @@ class SshTarget:
         self.round_trips += 1
         chan.settimeout(timeout)
         return chan
+
+    def forward(self, port: int, address: str = "127.0.0.1"
+                ) -> AbstractContextManager[tuple[str, int]]:
+        """A local listener relaying each connection over its own direct-tcpip channel."""
+        from variantctl.targets.forward import relay
+
+        def open_channel() -> Any:
+            chan = self._transport().open_channel(
+                "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=10.0
+            )
+            self.round_trips += 1
+            return chan
+
+        self._transport()  # fail now (unreachable), not at the first client connection
+        return relay(open_channel)
+
+    def expand_user(self, path: str) -> str:
+        return self.path(path)
+
+
+def _not_regular(host: str, path: str, mode: int) -> TargetError:
+    if statmod.S_ISLNK(mode):
+        return LinkRefused(path, host=host)
+    return LinkRefused(path, host=host, what="is not a regular file")
 
 
 def _collect(chan: paramiko.Channel, timeout: float | None) -> tuple[bytes, bytes, int]:

@@ -9,15 +9,27 @@ content, not the path.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from variantctl.targets.patchrun import StateCache
+from variantctl.errors import TargetError
 
 MAX_ENTRIES = 512
+
+
+class StateCache:
+    """Maps (content sha256, patchset fingerprint, module) to a state answer.
+
+    This one keeps nothing (``status`` without a cache); :class:`JsonStateCache`
+    persists the answers.
+    """
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        return None
 
 
 class JsonStateCache(StateCache):
@@ -54,15 +66,22 @@ class JsonStateCache(StateCache):
             self._dirty = True
 
     def save(self) -> None:
-        """Write the cache atomically; a cache that cannot be written is simply not kept."""
-        if not self._dirty or self._data is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".status-cache.")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self._data, fh)
-            os.replace(tmp, self.path)
-        except OSError:
-            return
-        self._dirty = False
+        """Write the cache through the one atomic-write helper (the Target contract's
+        ``write_atomic``: temp file beside it, fsync of file and directory, rename; a
+        link at the path is refused, never replaced). A cache that cannot be written is
+        simply not kept: it only saves parsing time."""
+        # imported here: the executor that patches may be an SshTarget, and
+        # `patchrun` (which imports this module) should not pay for the local one
+        from variantctl.targets.local import LocalTarget
+
+        with self._lock:
+            if not self._dirty or self._data is None:
+                return
+            data = json.dumps(self._data).encode("utf-8")
+            local = LocalTarget()
+            try:
+                local.makedirs(str(self.path.parent))
+                local.write_atomic(str(self.path), data)
+            except TargetError:
+                return
+            self._dirty = False

@@ -113,6 +113,43 @@ class ResolvedVariant:
             origins["port"] = "override"
         return replace(out, origins=MappingProxyType(origins))
 
+    def with_args(
+        self,
+        args: Mapping[str, ArgValue | None] | None = None,
+        *,
+        env: Mapping[str, str | None] | None = None,
+        origin: str,
+        name: str | None = None,
+    ) -> ResolvedVariant:
+        """A derived variant (a sweep's grid point): ``args``/``env`` set over this one's
+        (``None`` removes an entry, as in a variant file), every changed value carrying
+        ``origin`` (e.g. ``sweep seed-grid grid``) so ``show --origin``, ``diff`` and
+        run.json say where it came from. ``args`` keys are flag names as in YAML."""
+        from variantctl.variants.flags import normalise_flag
+
+        new_args = dict(self.args)
+        new_env = dict(self.env)
+        origins = dict(self.origins)
+        for raw, value in (args or {}).items():
+            key = normalise_flag(raw)
+            if value is None:
+                new_args.pop(key, None)
+            else:
+                new_args[key] = tuple(value) if isinstance(value, list) else value
+            origins[f"args.{key}"] = origin
+        for key, val in (env or {}).items():
+            if val is None:
+                new_env.pop(key, None)
+            else:
+                new_env[key] = str(val)
+            origins[f"env.{key}"] = origin
+        out = replace(self, args=MappingProxyType(new_args), env=MappingProxyType(new_env))
+        if name is not None:
+            out = replace(out, name=name, parents=(self.name,),
+                          ancestors=(self.name, *self.ancestors))
+            origins["name"] = origin
+        return replace(out, origins=MappingProxyType(origins))
+
     def launch_view(self) -> dict[str, Any]:
         """What decides how the server runs (no name, description, tags or origins)."""
         return {

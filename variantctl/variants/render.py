@@ -2,7 +2,9 @@
 
 - ``python`` as the first word of ``command`` is the host's Python;
 - the model is ``--model MODEL``, or positional when the command ends in ``serve``
-  (``vllm serve MODEL``);
+  (``vllm serve MODEL``); loaders refuse a model starting with ``-`` (argparse
+  would read it as an option), and a hand-built one renders ``--model=-x`` or,
+  positional, raises;
 - ``--port`` follows, then ``args`` in order: a scalar is ``--flag value``
   (``--flag=value`` when the value starts with ``-``, so argparse cannot take it
   for an option), ``true`` a bare ``--flag``, ``false`` ``--no-flag`` where the
@@ -64,7 +66,15 @@ def render_argv(variant: ResolvedVariant, host: Host) -> list[str]:
     if argv[0] == "python":
         argv[0] = host.python
     if variant.model is not None:
-        argv += [variant.model] if model_is_positional(variant) else ["--model", variant.model]
+        if variant.model.startswith("-") and model_is_positional(variant):
+            # loaders refuse this; a hand-built model must not turn into an option
+            raise ValueError(f"model {variant.model!r} starts with '-'")
+        if model_is_positional(variant):
+            argv.append(variant.model)
+        elif variant.model.startswith("-"):
+            argv.append(f"--model={variant.model}")
+        else:
+            argv += ["--model", variant.model]
     argv += ["--port", str(variant.port)]
     version = platform_version(variant, host)
     for flag, value in variant.args.items():
@@ -92,8 +102,8 @@ def render_script(variant: ResolvedVariant, host: Host) -> str:
     """A POSIX sh script: ``set -eu``, one quoted ``export`` per variable, then ``exec``."""
     argv = render_argv(variant, host)
     env = render_env(variant, host)
-    model_index = -1
-    if variant.model is not None:
+    model_index = -1  # the argv word whose leading ~/ means the target's home
+    if variant.model is not None and not variant.model.startswith("-"):
         model_index = (len(variant.command) if model_is_positional(variant)
                        else len(variant.command) + 1)
     words = [_shell_word(w, home=i in (0, model_index)) for i, w in enumerate(argv)]
@@ -102,6 +112,14 @@ def render_script(variant: ResolvedVariant, host: Host) -> str:
         f"# variantctl: variant {variant.name} on host {host.name} (generated; do not edit)",
         "set -eu",
     ]
+    # loaders refuse these; the guards keep hand-built models from breaking the script:
+    # a NUL cannot reach the server through sh, a line break would end the comment
+    for word in (*argv, *env.values()):
+        if "\0" in word:
+            raise ValueError(f"NUL character in {word!r}")
+    for name in (variant.name, host.name):
+        if any(c in name for c in "\0\r\n"):
+            raise ValueError(f"control character in name {name!r}")
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     lines.append("exec " + " ".join(words))
     return "\n".join(lines) + "\n"

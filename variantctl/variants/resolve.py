@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from variantctl.config.schema import did_you_mean
 from variantctl.errors import ConfigError, NotFoundError
+from variantctl.spelling import did_you_mean
 from variantctl.variants.model import (
     DEFAULT_COMMAND,
     DEFAULT_HOST,
@@ -45,19 +45,21 @@ class _Acc:
     values: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {s: {} for s in SECTIONS})
-    lists: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in LISTS})
+    # dicts used as ordered sets: membership is O(1), so deep chains stay linear
+    lists: dict[str, dict[str, None]] = field(default_factory=lambda: {s: {} for s in LISTS})
     origins: dict[str, str] = field(default_factory=dict)
-    ancestors: list[str] = field(default_factory=list)
+    #: nearest first; a tuple, not a set: one is kept per variant in the memo
+    ancestors: tuple[str, ...] = ()
 
     def merge(self, other: _Acc) -> None:
-        """Lay an already-resolved parent over what we have."""
+        """Lay an already-resolved parent over what we have (``other`` is not changed)."""
         self.values.update(other.values)
         for s in SECTIONS:
             self.sections[s].update(other.sections[s])
         for s in LISTS:
-            self.lists[s].extend(x for x in other.lists[s] if x not in self.lists[s])
+            for x in other.lists[s]:
+                self.lists[s].setdefault(x)
         self.origins.update(other.origins)
-        self.ancestors.extend(a for a in other.ancestors if a not in self.ancestors)
 
     def apply(self, layer: Layer) -> None:
         """Lay a file's own values over the merged parents; ``None`` removes."""
@@ -91,12 +93,16 @@ class _Acc:
         for s in LISTS:
             for item in layer.values.get(s, ()):
                 if item not in self.lists[s]:
-                    self.lists[s].append(item)
+                    self.lists[s][item] = None
                     self.origins[f"{s}.{item}"] = lo.get(f"{s}.{item}", layer.source)
 
 
 def check_graph(layers: Mapping[str, Layer]) -> None:
-    """ConfigError for a missing parent or an ``extends`` cycle, located at the ``extends``."""
+    """ConfigError for a missing parent or an ``extends`` cycle, located at the ``extends``.
+
+    Iterative (an explicit stack, not recursion): the docs promise inheritance of
+    any depth, and a chain of thousands of files must not hit Python's recursion limit.
+    """
     for layer in layers.values():
         for i, parent in enumerate(layer.extends):
             mark = _extends_mark(layer, i)
@@ -105,25 +111,41 @@ def check_graph(layers: Mapping[str, Layer]) -> None:
                 hint = did_you_mean(parent, layers) or f"known variants: {known}"
                 raise ConfigError(f"unknown parent variant {parent!r}", source=mark[0],
                                   line=mark[1], column=mark[2], key_path="extends", hint=hint)
-    state: dict[str, int] = {}  # 1 = on the path, 2 = done
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for root in sorted(layers):
+        if root in state:
+            continue
+        # each frame: (variant, index of the next parent to visit); the stack is the path
+        stack: list[tuple[str, int]] = [(root, 0)]
+        state[root] = 1
+        while stack:
+            name, i = stack[-1]
+            parents = layers[name].extends
+            if i == len(parents):
+                state[name] = 2
+                stack.pop()
+                continue
+            stack[-1] = (name, i + 1)
+            parent = parents[i]
+            if state.get(parent) == 2:
+                continue
+            if state.get(parent) == 1:
+                path = [n for n, _ in stack]
+                cycle = [*path[path.index(parent):], parent]
+                mark = _extends_mark(layers[name], i)
+                raise ConfigError(f"extends cycle: {_chain_text(cycle)}", source=mark[0],
+                                  line=mark[1], column=mark[2], key_path="extends",
+                                  hint="a variant cannot inherit from itself, even indirectly")
+            state[parent] = 1
+            stack.append((parent, 0))
 
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2:
-            return
-        if state.get(name) == 1:
-            cycle = [*path[path.index(name):], name]
-            layer = layers[path[-1]]
-            mark = _extends_mark(layer, layer.extends.index(name))
-            raise ConfigError(f"extends cycle: {' -> '.join(cycle)}", source=mark[0],
-                              line=mark[1], column=mark[2], key_path="extends",
-                              hint="a variant cannot inherit from itself, even indirectly")
-        state[name] = 1
-        for parent in layers[name].extends:
-            visit(parent, [*path, name])
-        state[name] = 2
 
-    for name in sorted(layers):
-        visit(name, [])
+def _chain_text(cycle: list[str]) -> str:
+    # a cycle through a thousand files would make a thousand-name line: keep both ends
+    if len(cycle) <= 12:
+        return " -> ".join(cycle)
+    return (" -> ".join(cycle[:5]) + f" -> ... ({len(cycle) - 10} more) -> "
+            + " -> ".join(cycle[-5:]))
 
 
 def _extends_mark(layer: Layer, i: int) -> tuple[str, int | None, int | None]:
@@ -133,18 +155,33 @@ def _extends_mark(layer: Layer, i: int) -> tuple[str, int | None, int | None]:
 
 
 def _accumulate(name: str, layers: Mapping[str, Layer], memo: dict[str, _Acc]) -> _Acc:
-    if name in memo:
-        return memo[name]
-    layer = layers[name]
-    acc = _Acc()
-    for parent in layer.extends:
-        acc.merge(_accumulate(parent, layers, memo))
-    # nearest first: the direct parents, then theirs
-    direct = list(layer.extends)
-    acc.ancestors = direct + [a for a in acc.ancestors if a not in direct]
-    acc.apply(layer)
-    memo[name] = acc
-    return acc
+    """The merged values of ``name``; every ancestor's result is kept in ``memo``.
+
+    Parents are resolved before children in an explicit post-order walk (no
+    recursion), and each variant is merged once per ``memo``, so resolving a
+    whole catalog costs time linear in its size (times the keys per variant).
+    """
+    stack: list[tuple[str, bool]] = [(name, False)]
+    while stack:
+        current, parents_done = stack.pop()
+        if current in memo:
+            continue
+        layer = layers[current]
+        if not parents_done:
+            stack.append((current, True))
+            stack.extend((p, False) for p in reversed(layer.extends) if p not in memo)
+            continue
+        acc = _Acc()
+        # nearest first: the direct parents, then theirs (left to right, no repeats)
+        ancestors = dict.fromkeys(layer.extends)
+        for parent in layer.extends:
+            acc.merge(memo[parent])
+            for a in memo[parent].ancestors:
+                ancestors.setdefault(a)
+        acc.ancestors = tuple(ancestors)
+        acc.apply(layer)
+        memo[current] = acc
+    return memo[name]
 
 
 def resolve(
@@ -154,18 +191,30 @@ def resolve(
 
     ``host`` and ``port`` override the resolved values (tests pick a free port).
     """
-    return resolve_layers(catalog.layers, name).with_overrides(host=host, port=port)
+    # load_catalog checked the graph; the catalog's memo makes resolving every
+    # variant of a catalog (list, check) linear instead of quadratic in its depth
+    v = _resolve(catalog.layers, name, catalog.resolved_memo)
+    return v.with_overrides(host=host, port=port)
 
 
 def resolve_layers(layers: Mapping[str, Layer], name: str) -> ResolvedVariant:
-    """:func:`resolve` on plain layers (the catalog's graph is assumed checked)."""
+    """:func:`resolve` on plain layers, whose graph is checked first."""
+    _known(layers, name)
+    check_graph(layers)
+    return _resolve(layers, name, {})
+
+
+def _known(layers: Mapping[str, Layer], name: str) -> None:
     if name not in layers:
         hint = did_you_mean(name, layers) or (
             f"known variants: {', '.join(sorted(layers))}" if layers else
             "no variants defined: add variants/<name>.yaml")
         raise NotFoundError(f"unknown variant {name!r}", hint=hint)
-    check_graph(layers)
-    acc = _accumulate(name, layers, {})
+
+
+def _resolve(layers: Mapping[str, Layer], name: str, memo: dict[str, Any]) -> ResolvedVariant:
+    _known(layers, name)
+    acc = _accumulate(name, layers, memo)
     layer = layers[name]
     v, sec = acc.values, acc.sections
     origins = {"description": layer.origins.get("description", "default"), **acc.origins}

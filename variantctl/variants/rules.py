@@ -290,7 +290,7 @@ def rule_unknown_patchset(ctx: Context) -> Iterator[Finding]:
     """``requires`` names a patchset that does not exist."""
     if ctx.known_patchsets is None:
         return
-    from variantctl.config.schema import did_you_mean
+    from variantctl.spelling import did_you_mean
 
     for name in ctx.variant.requires:
         if name not in ctx.known_patchsets:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from variantctl.config.schema import Bool, Enum, Field, Int, ListOf, MapOf, Str, Struct
-from variantctl.config.yamlload import load_yaml_file, load_yaml_text
+from variantctl.config.yamlload import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    load_yaml_file,
+    load_yaml_text,
+)
 from variantctl.errors import ConfigError
 
 SCHEMA = Struct(
@@ -93,3 +100,90 @@ def test_file_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"name: a\nx: caf\xe9\n")
     with pytest.raises(ConfigError, match=r"latin1.yaml:2: not valid UTF-8 \(byte 0xe9\)"):
         load_yaml_file(bad)
+
+
+# -- limits: no file can exhaust memory or the stack (issue 8, family 3) -----------
+
+def _laughs(levels: int = 9) -> str:
+    text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    prev = "a"
+    for name in "bcdefghijk"[: levels - 1]:
+        text += f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]\n"
+        prev = name
+    return text
+
+
+def test_billion_laughs_is_refused_at_the_line_that_crosses_the_limit() -> None:
+    text = _laughs()
+    assert len(text) < 700  # the issue's 700-byte file: 9**9 strings once expanded
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_text(text, "lol.yaml")
+    # 9**6 = 531441 nodes is the first level above MAX_NODES: line 6 (`f: &f [...]`)
+    assert str(exc.value).startswith("lol.yaml:6:")
+    assert f"more than {MAX_NODES} nodes once aliases are expanded" in str(exc.value)
+
+
+def test_aliases_within_the_limit_still_work() -> None:
+    doc = load_yaml_text("base: &b [1, 2]\nx: *b\ny: {k: *b}\n", "ok.yaml")
+    assert doc.data == {"base": [1, 2], "x": [1, 2], "y": {"k": [1, 2]}}
+    assert doc.mark(("y", "k", 1)).line == 1  # an alias's children point at the anchor
+
+
+@pytest.mark.parametrize("text,line,col", [
+    ("tags: &a [*a]\n", 1, 11),
+    ("x: &m {k: [1, *m]}\n", 1, 15),
+])
+def test_recursive_alias_is_refused_where_it_is_used(text: str, line: int, col: int) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_text(text, "rec.yaml")
+    assert str(exc.value).startswith(f"rec.yaml:{line}:{col}: recursive alias")
+
+
+def test_absurd_nesting_is_refused_not_a_stack_overflow() -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_text("x: " + "[" * 500 + "]" * 500 + "\n", "deep.yaml")
+    assert str(exc.value).startswith("deep.yaml:1:")
+    assert f"nesting deeper than {MAX_DEPTH} levels" in str(exc.value)
+    ok = MAX_DEPTH - 1  # the mapping is one level, the lists the rest
+    assert load_yaml_text("x: " + "[" * ok + "]" * ok + "\n", "d.yaml").data is not None
+
+
+def test_nesting_through_aliases_counts_the_expanded_depth() -> None:
+    text = "a: &x " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 60 + "*x" + "]" * 60 + "\n"
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_text(text, "d.yaml")
+    assert str(exc.value).startswith("d.yaml:2:")
+    assert "deeper than" in str(exc.value)
+
+
+def test_oversized_file_is_refused_unread(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * MAX_FILE_BYTES + b"\n")
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_file(big, display="big.yaml")
+    assert str(exc.value).startswith("big.yaml: larger than")
+
+
+@pytest.mark.parametrize("text,where", [
+    ('args:\n  x: "a\\0b"\n', "nul.yaml:2:6: args.x: "),
+    ('env:\n  K: ["ok", "\\x00"]\n', "nul.yaml:2:13: env.K[1]: "),
+    ('"k\\u0000": 1\n', "nul.yaml:1:1: "),
+])
+def test_nul_in_any_string_is_refused(text: str, where: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_text(text, "nul.yaml")
+    assert str(exc.value).startswith(where)
+    assert "NUL character" in str(exc.value)
+
+
+@pytest.mark.parametrize("make", ["device", "fifo"])
+def test_a_device_or_fifo_is_refused_unread(tmp_path: Path, make: str) -> None:
+    # before: a link to /dev/zero was read without end (gigabytes), a FIFO blocked forever
+    path = tmp_path / "hosts.yaml"
+    if make == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(path)
+    with pytest.raises(ConfigError) as exc:
+        load_yaml_file(path, display="variants/hosts.yaml")
+    assert str(exc.value) == "variants/hosts.yaml: not a regular file (a device, FIFO or socket)"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from variantctl.config.catalog import default_catalog
 from variantctl.config.signatures import load_catalog
 from variantctl.errors import ConfigError
-from variantctl.logs.catalog import default_catalog
 from variantctl.logs.classify import classify_text
 from variantctl.logs.expect import compare
 from variantctl.logs.facts import Facts
@@ -39,7 +39,8 @@ def test_shipped_catalog_has_the_public_ids_with_their_kinds() -> None:
     assert cat.version
     assert [p.id for p in cat.phases] == ["process-start", "engine-config", "model-load",
                                           "kv-cache-profiling", "graph-capture",
-                                          "api-server-start", "ready"]
+                                          "api-server-start", "api-server-up", "ready",
+                                          "serving"]
     assert default_catalog() is cat  # cached
 
 
@@ -173,7 +174,7 @@ def test_cli_human_output_and_exit_codes(run_cli: Run) -> None:
     assert fix in res.stdout  # type: ignore[attr-defined]
     hang = FIX / "v0_6" / "cuda-graph-capture-hang--seed-excerpt.log"
     assert run_cli(["classify", str(hang)]).code == 5  # type: ignore[attr-defined]
-    cut = FIX / "v1" / "truncated--request-excerpt.log"
+    cut = FIX / "v1" / "truncated--no-evidence.log"
     assert run_cli(["classify", str(cut)]).code == 7  # type: ignore[attr-defined]
     # several logs: the most severe verdict decides
     assert run_cli(["classify", str(ok), str(hang), str(bad)]).code == 1  # type: ignore[attr-defined]

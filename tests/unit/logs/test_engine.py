@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from variantctl.logs.catalog import default_catalog
+from variantctl.config.catalog import default_catalog
 from variantctl.logs.classify import classify_text
 from variantctl.logs.engine import fill, scanner
 from variantctl.logs.normalize import normalize, split_header, timestamp_of
@@ -144,8 +144,13 @@ def test_graph_capture_that_finished_is_not_a_graph_hang() -> None:
         "INFO 10-20 04:13:08 model_runner.py:1395] Capturing the model for CUDA graphs. x",
         "INFO 10-20 04:13:20 model_runner.py:1523] Graph capturing finished in 12 secs.",
     )
-    r = classify_text(text, CAT)
+    # a process known to still run: the API server start hangs
+    r = classify_text(text, CAT, exited=False)
     assert (r.kind, r.signature, r.phase) == ("hang", "api-server-start-hang", "api-server-start")
+    # an excerpt judged after the fact: the engine finished, nothing failed -> a weak ok
+    r = classify_text(text, CAT)
+    assert (r.kind, r.signature) == ("ok", "startup-ok")
+    assert "weak evidence" in r.note
 
 
 def test_hard_wrapped_sentence_still_matches_with_both_lines_as_evidence() -> None:
@@ -318,7 +323,7 @@ def test_result_json_shape_is_stable() -> None:
     data = r.to_json()
     assert list(data) == ["schema", "kind", "signature", "title", "message", "remediation",
                           "phase", "captures", "evidence", "warnings", "also", "facts", "lines",
-                          "catalog_version"]
+                          "catalog_version", "note"]
     assert data["schema"] == "variantctl.classify/1"
     assert data["evidence"] == [{"line": 2, "text": "OSError: [Errno 98] Address already in use"}]
     assert data["facts"]["config"]["enforce_eager"] is True

@@ -65,7 +65,7 @@ def test_full_cycle_status_diff_apply_status_rollback(project, make_roots, run_c
 
     r = run_cli(["status", "eager-allreduce", *args, "--json"], project=project)
     assert r.code == 0
-    (report,) = json.loads(r.stdout)
+    (report,) = json.loads(r.stdout)["reports"]
     assert [f["state"] for f in report["files"]] == ["applied", "applied"]
     ops = report["files"][0]["operations"]
     assert [(o["state"], o["found"][0]["code"], o["found"][0]["line"]) for o in ops] == [
@@ -258,7 +258,7 @@ def test_roots_from_host_configuration(project, make_roots, run_cli) -> None:  #
     (project / "variants" / "hosts.yaml").write_text(
         f"local:\n  site_roots: [{roots[0]}]\n")
     r = run_cli(["status", "eager-allreduce", "--json"], project=project)
-    assert [f["root"] for f in json.loads(r.stdout)[0]["files"]] == [str(roots[0])]
+    assert [f["root"] for f in json.loads(r.stdout)["reports"][0]["files"]] == [str(roots[0])]
 
 
 def test_no_roots_anywhere_is_a_clear_error(project, run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -285,7 +285,7 @@ def test_status_exit_code_when_copies_disagree(project, make_roots, run_cli) -> 
     assert r.code == 3
     r = run_cli(["status", *root_args(roots), "--json"], project=project)  # all patchsets
     assert r.code == 3
-    assert [f["state"] for f in json.loads(r.stdout)[0]["files"]] == ["pristine", "applied"]
+    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["pristine", "applied"]
 
 
 def test_patch_diff_json_and_unknown_host(project, make_roots, run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from tests.unit.patching.conftest import CASES, EAGER, REPO
-from variantctl.config.patchsets import Operation, Patchset, load_patchset, load_patchset_file
+from variantctl.config.patchsets import load_patchset, load_patchset_file
+from variantctl.errors import ConfigError
 from variantctl.patching.engine import analyze
+from variantctl.patching.model import Operation, Patchset
 from variantctl.patching.plan import SourceFile, plan_apply, plan_revert
 
 
@@ -304,14 +306,12 @@ def test_line_endings_and_bom_are_kept(eager: Patchset, name: str, convert: obje
 
 
 def test_broken_custom_transformer_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # the patchset loader imports it: bad input at load (exit 2), before any file is read
     (tmp_path / "broken.py").write_text("import libcst as cst\nclass X(cst.CSTTransformer:\n")
-    ps = _ps(tmp_path, "  - {id: c, op: custom, file: broken.py, class: X}\n")
-    result = analyze(ps.operations, OPS_MODULE.encode())
-    assert result.state == "error"
-    assert "broken.py failed to import: SyntaxError" in result.op("c").reason
-    plan = plan_apply(ps, [SourceFile("/r", "pkg.mod", "/r/pkg/mod.py", OPS_MODULE.encode())])
-    assert plan.files[0].action == "error"
-    assert plan.files[0].message.startswith("c: ")
+    with pytest.raises(ConfigError) as exc:
+        _ps(tmp_path, "  - {id: c, op: custom, file: broken.py, class: X}\n")
+    assert "ops.yaml:4:31: operations[0].file: " in str(exc.value)
+    assert "broken.py failed to import (line 2): SyntaxError" in str(exc.value)
 
 
 def _full_codegen(ops: tuple[Operation, ...], data: bytes, monkeypatch: pytest.MonkeyPatch

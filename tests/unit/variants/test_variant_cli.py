@@ -30,7 +30,7 @@ def test_list_shows_parent_changes_requires_tags(run_cli: Callable[..., Any]) ->
 
 def test_list_json_and_tag_filter(run_cli: Callable[..., Any]) -> None:
     res = run_cli(["list", "--json", "--tag", "cpu"], project=REPO)
-    data = {r["name"]: r for r in json.loads(res.stdout)}
+    data = {r["name"]: r for r in json.loads(res.stdout)["variants"]}
     assert set(data) == {"cpu-base", "cpu-eager", "cpu-expect-lazy", "cpu-batched-tokens",
                          "cpu-memory-util"}
     assert data["cpu-batched-tokens"]["changes"] == [

@@ -1,7 +1,8 @@
-"""Access to the signature catalog: the shipped YAML plus user directories, loaded once.
+"""The signature catalog: the shipped YAML plus user directories, loaded once per set.
 
-The YAML is read by :mod:`variantctl.config.signatures` (the only place YAML is
-read); this module only caches the frozen result per set of directories.
+Reading is :mod:`variantctl.config.signatures`' job (config is the only package that
+reads files); this module caches the frozen :class:`~variantctl.logs.model.Catalog`
+per tuple of directories, so a long-lived process (a sweep) parses it once.
 """
 
 from __future__ import annotations
@@ -10,14 +11,12 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from variantctl.logs.model import Catalog, Context, Phase, Signature
-
-__all__ = ["Catalog", "Context", "Phase", "Signature", "default_catalog"]
+from variantctl.logs.model import Catalog
 
 
 def default_catalog(extra_dirs: Sequence[Path] = ()) -> Catalog:
     """The shipped catalog plus the signature files in ``extra_dirs`` (cached per tuple of
-    resolved directories). Raises ConfigError (file:line) for a broken signature file."""
+    directories). Raises ConfigError (file:line) for a broken signature file."""
     return _load(tuple(Path(d) for d in extra_dirs))
 
 

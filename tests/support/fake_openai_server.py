@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""FAKE OpenAI-compatible streaming server with known timing — a test double, not vLLM.
+
+For the fidelity tests and the client-cost benchmark of ``variantctl bench``: every
+request answers with a first content chunk exactly ``--ttft-ms`` after the request
+arrived and one token per chunk every ``--itl-ms`` after that (deadlines are absolute
+from the arrival, so sleep jitter does not accumulate), then a ``usage`` event and
+``[DONE]`` — the event layout of vLLM's OpenAI server (chat and completions, with
+``stream_options.include_usage``). ``--fast`` drops every pause: tokens go out as fast
+as the server can write them ("as fast as it can" mode).
+
+Token counts are known: ``completion_tokens`` = ``max_tokens`` (or ``--tokens``),
+``prompt_tokens`` = the prompt's whitespace-separated words + 1 (a BOS), chat adds
+``CHAT_OVERHEAD``; ``--cached-tokens`` / ``--reasoning-tokens`` fill the usage details.
+``/tokenize`` and ``/detokenize`` implement that same word tokenizer, so random
+prompts can be built against it. ``GET /timings`` returns (and forgets) what really
+happened per streamed request: its arrival and every token chunk's write time.
+Faults: ``--fail-every N`` answers every Nth request with HTTP 500; ``--die-after N``
+exits the process after N requests have started.
+
+    fake_openai_server.py [--port N] [--ttft-ms MS] [--itl-ms MS] [--tokens N] [--fast]
+
+It prints ``PORT <n>`` on stdout once it listens. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+MODEL = "fake-model"
+CHAT_OVERHEAD = 6  # tokens the "chat template" adds around one user message
+BOS = 1
+MAX_BODY = 64 * 1024 * 1024
+
+
+class WordTokenizer:
+    """Whitespace words ↔ ids, ids handed out in first-seen order (2, 3, …)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.words: dict[int, str] = {}
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        out = [BOS] if special else []
+        for w in text.split():
+            if w not in self.ids:
+                i = len(self.ids) + 2
+                self.ids[w] = i
+                self.words[i] = w
+            out.append(self.ids[w])
+        return out
+
+    def decode(self, ids: list[int]) -> str:
+        return " ".join(self.words.get(i, f"w{i}") for i in ids if i != BOS)
+
+
+def chat_text(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        parts.append(str(content or ""))
+    return " ".join(parts)
+
+
+class Server:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.tok = WordTokenizer()
+        self.started = 0
+        # What really happened, per streamed request: when its head was read and when each
+        # token chunk was written (the server's own clock). A loaded machine can make the
+        # server late; the fidelity tests compare the client with these, not with hopes.
+        self.timings: list[dict[str, Any]] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                arrived = time.perf_counter()
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                length = int(headers.get("content-length", "0"))
+                if length > MAX_BODY:
+                    return
+                body = await reader.readexactly(length) if length else b""
+                keep = await self.route(method, path, body, arrived, writer)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            return
+        finally:
+            writer.close()
+
+    def send_json(self, writer: asyncio.StreamWriter, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "X")
+        writer.write(
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n".encode() + data
+        )
+
+    async def route(self, method: str, path: str, body: bytes, arrived: float,
+                    writer: asyncio.StreamWriter) -> bool:
+        if method == "GET" and path == "/v1/models":
+            self.send_json(writer, 200, {"object": "list", "data": [{"id": MODEL, "root": MODEL}]})
+        elif method == "GET" and path == "/timings":
+            self.send_json(writer, 200, self.timings)
+            self.timings = []
+        elif method == "GET" and path == "/health":
+            self.send_json(writer, 200, {})
+        elif method == "POST" and path == "/tokenize":
+            req = json.loads(body)
+            if "messages" in req:
+                ids = self.tok.encode(chat_text(req["messages"]), False)
+                count = len(ids) + CHAT_OVERHEAD
+            else:
+                ids = self.tok.encode(req["prompt"], bool(req.get("add_special_tokens", True)))
+                count = len(ids)
+            self.send_json(writer, 200, {"count": count, "tokens": ids, "max_model_len": 4096})
+        elif method == "POST" and path == "/detokenize":
+            req = json.loads(body)
+            self.send_json(writer, 200, {"prompt": self.tok.decode(req["tokens"])})
+        elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
+            await self.stream(path, json.loads(body), arrived, writer)
+        else:
+            self.send_json(writer, 404, {"error": {"message": f"no route {method} {path}"}})
+        await writer.drain()
+        return True
+
+    async def stream(self, path: str, req: dict[str, Any], arrived: float,
+                     writer: asyncio.StreamWriter) -> None:
+        a = self.args
+        self.started += 1
+        if a.die_after and self.started > a.die_after:
+            os._exit(3)  # the server "crashes": every connection drops at once
+        if a.fail_every and self.started % a.fail_every == 0:
+            self.send_json(writer, 500, {"error": {"message": "fake failure (--fail-every)"}})
+            return
+        chat = path.endswith("chat/completions")
+        n = a.tokens or int(req.get("max_completion_tokens") or req.get("max_tokens") or 16)
+        if chat:
+            prompt_tokens = len(self.tok.encode(chat_text(req["messages"]), False)) + CHAT_OVERHEAD
+        elif isinstance(req.get("prompt"), list):
+            prompt_tokens = len(req["prompt"])
+        else:
+            prompt_tokens = len(self.tok.encode(str(req.get("prompt", "")), True))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(obj: dict[str, Any]) -> bytes:
+            data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        def token_chunk(k: int) -> bytes:
+            if chat:
+                delta: dict[str, Any] = {"content": " tok"}
+                if k == 0:
+                    delta["role"] = "assistant"
+                choice: dict[str, Any] = {"index": 0, "delta": delta}
+            else:
+                choice = {"index": 0, "text": " tok"}
+            choice["finish_reason"] = "length" if k == n - 1 else None
+            return event({"id": "cmpl-fake", "object": kind, "created": 0, "model": MODEL,
+                          "choices": [choice]})
+
+        middle = token_chunk(1) if n > 2 else b""
+        ttft, gap = a.ttft_ms / 1000.0, a.itl_ms / 1000.0
+        writes: list[float] = []
+        if not a.fast:
+            self.timings.append({"arrived": arrived, "writes": writes})
+        for k in range(n):
+            if not a.fast:
+                delay = arrived + ttft + k * gap - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                writes.append(time.perf_counter())
+            writer.write(middle if 0 < k < n - 1 else token_chunk(k))
+            await writer.drain()
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n,
+                 "total_tokens": prompt_tokens + n,
+                 "prompt_tokens_details": {"cached_tokens": a.cached_tokens},
+                 "completion_tokens_details": {"reasoning_tokens": a.reasoning_tokens}}
+        writer.write(event({"id": "cmpl-fake", "object": kind, "created": 0, "model": MODEL,
+                            "choices": [], "usage": usage}))
+        data = b"data: [DONE]\n\n"
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--ttft-ms", type=float, default=100.0)
+    p.add_argument("--itl-ms", type=float, default=20.0)
+    p.add_argument("--tokens", type=int, default=0, help="tokens per response (0: max_tokens)")
+    p.add_argument("--fast", action="store_true", help="no pauses: as fast as it can")
+    p.add_argument("--cached-tokens", type=int, default=0)
+    p.add_argument("--reasoning-tokens", type=int, default=0)
+    p.add_argument("--fail-every", type=int, default=0)
+    p.add_argument("--die-after", type=int, default=0)
+    return p.parse_args(argv)
+
+
+async def main(argv: list[str]) -> None:
+    server = Server(parse(argv))
+    srv = await asyncio.start_server(server.handle, "127.0.0.1", server.args.port,
+                                     backlog=1024)
+    port = srv.sockets[0].getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    async with srv:
+        await srv.serve_forever()
+
+
+@contextlib.contextmanager
+def spawn(*args: str) -> Iterator[str]:
+    """Run the fake server in its own process (its timing must not share the test's
+    event loop); yields its base URL and stops it afterwards."""
+    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main(sys.argv[1:]))

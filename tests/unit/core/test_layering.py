@@ -1,0 +1,105 @@
+"""The package graph has no cycles, and the pure packages stay pure.
+
+Every ``import`` in ``variantctl/`` counts, the lazy ones inside functions too (a
+cycle through a lazy import is still a cycle a maintainer has to reason about);
+only ``if TYPE_CHECKING:`` blocks are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from itertools import pairwise
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[3] / "variantctl"
+
+#: packages that plan and analyse: no file, process or network access
+PURE = {"patching", "variants", "logs"}
+EFFECTS = {"os", "subprocess", "fabric", "paramiko", "socket", "shutil", "tempfile"}
+
+
+def _unit(module: str) -> str:
+    """``variantctl.config.hosts`` -> ``config``; a top-level module stands alone."""
+    parts = module.split(".")
+    if len(parts) >= 2 and (PKG / parts[1]).is_dir():
+        return parts[1]
+    return parts[1] if len(parts) >= 2 else parts[0]
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    out: list[str] = []
+
+    def visit(node: ast.AST, typing_only: bool) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child, typing_only)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child, typing_only)
+
+    visit(tree, False)
+    return out
+
+
+def package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    where: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        src = _unit(".".join(rel.parts))
+        for name in _imports(ast.parse(path.read_text())):
+            if not name.startswith("variantctl."):
+                continue
+            dst = _unit(name)
+            if dst != src:
+                edges[src].add(dst)
+                where[(src, dst)].append(str(path.relative_to(PKG.parent)))
+    return edges, where
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    for start in sorted(edges):
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(edges.get(node, ())):
+                if nxt == start:
+                    cyc = [*path, start]
+                    if min(cyc[:-1]) == start:  # report each cycle once
+                        found.append(cyc)
+                elif nxt not in path and nxt > start:
+                    stack.append((nxt, [*path, nxt]))
+    return found
+
+
+def test_no_import_cycles_between_packages() -> None:
+    edges, where = package_graph()
+    cycles = _cycles(edges)
+    detail = [
+        " -> ".join(c) + "  (" + "; ".join(
+            f"{a}->{b}: {', '.join(sorted(set(where[(a, b)]))[:3])}" for a, b in pairwise(c)
+        ) + ")"
+        for c in cycles
+    ]
+    assert not cycles, "import cycles between packages:\n" + "\n".join(detail)
+
+
+def test_pure_packages_do_no_io() -> None:
+    bad = []
+    for pkg in sorted(PURE):
+        for path in sorted((PKG / pkg).rglob("*.py")):
+            for name in _imports(ast.parse(path.read_text())):
+                if name.split(".")[0] in EFFECTS:
+                    bad.append(f"{path.relative_to(PKG.parent)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -1,0 +1,237 @@
+"""The streaming OpenAI-compatible client: one coroutine per request → one ``RequestResult``.
+
+HTTP is aiohttp, the library ``vllm bench serve`` itself uses: measured against the
+alternatives in ``benchmarks/bench_client.py`` (README, "Why aiohttp"), it is the one
+that keeps a one-core client well above the token rates it measures. The per-chunk
+work is kept to the minimum the metrics need: one clock read per network read, a
+bytes-level SSE split and one ``json.loads`` per event.
+
+What is recorded follows ``vllm/benchmarks/lib/endpoint_request_func.py``: TTFT is
+the first event whose ``choices`` is non-empty, every later such event is one ITL
+sample, E2EL ends at the last such event (not at the usage event or ``[DONE]``), and
+the token counts come from the final ``usage`` event (``stream_options.include_usage``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from variantctl.bench.model import RequestResult
+
+_DETAIL_MAX = 300
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One request ready to send: the endpoint path and the JSON body, serialized once."""
+
+    path: str  # "/v1/chat/completions" or "/v1/completions"
+    body: bytes
+    expected_prompt_tokens: int | None = None
+
+
+def build_body(
+    *,
+    endpoint: str,
+    model: str,
+    prompt: str | list[int] | list[dict[str, Any]],
+    output_len: int,
+    ignore_eos: bool,
+    temperature: float,
+    seed: int | None,
+    extra: Mapping[str, Any] | None = None,
+) -> PreparedRequest:
+    """The request body ``vllm bench serve`` would send, plus temperature/seed/extra."""
+    payload: dict[str, Any] = {"model": model}
+    if endpoint == "chat":
+        messages = prompt if isinstance(prompt, list) and prompt and isinstance(
+            prompt[0], dict) else [{"role": "user", "content": prompt}]
+        payload["messages"] = messages
+        payload["max_completion_tokens"] = output_len
+        path = "/v1/chat/completions"
+    else:
+        payload["prompt"] = prompt
+        payload["max_tokens"] = output_len
+        payload["repetition_penalty"] = 1.0
+        path = "/v1/completions"
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True}
+    payload["temperature"] = temperature
+    if seed is not None:
+        payload["seed"] = seed
+    if ignore_eos:
+        payload["ignore_eos"] = True
+    if extra:
+        payload.update(extra)
+    return PreparedRequest(path=path, body=json.dumps(payload).encode())
+
+
+def make_session(timeout_s: float, limit: int) -> aiohttp.ClientSession:
+    """One session per level: keep-alive connections, one per concurrent request.
+
+    The connector settings are ``vllm bench serve``'s (serve.py ``benchmark()``, less
+    ``enable_cleanup_closed``, a TLS-only workaround that newer Pythons deprecate), so
+    the two clients differ in how they read the stream, not in how they connect.
+    """
+    n = max(limit, 1)
+    connector = aiohttp.TCPConnector(limit=n, limit_per_host=n, ttl_dns_cache=300,
+                                     use_dns_cache=True, keepalive_timeout=60,
+                                     force_close=False)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        headers={"Content-Type": "application/json"},
+    )
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 1] + "…"
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return _short(body.decode("utf-8", "replace"))
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return _short(str(err.get("message", err)))
+        return _short(str(err))
+    return _short(str(data))
+
+
+async def send(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    request: PreparedRequest,
+    *,
+    index: int,
+    level_t0: float,
+    queued_at: float | None = None,
+    offsets: list[float] | None = None,
+) -> RequestResult:
+    """Send one streaming request and time it; failures come back as values, never raise.
+
+    ``level_t0`` is the level's ``time.perf_counter()`` origin; ``queued_at`` the time the
+    request became due (before waiting for the concurrency limit). ``offsets``, when
+    given, is the list the chunk times are appended to while the request runs (the live
+    progress counts tokens from it at no per-chunk cost).
+    """
+    if offsets is None:
+        offsets = []
+    usage: Mapping[str, Any] | None = None
+    st = time.perf_counter()
+    queue_s = st - queued_at if queued_at is not None else 0.0
+    error: str | None = None
+    detail: str | None = None
+    perf = time.perf_counter
+    try:
+        async with session.post(base_url + request.path, data=request.body) as resp:
+            if resp.status != 200:
+                body = await resp.read()
+                error, detail = f"http {resp.status}", _error_message(body)
+            else:
+                buf = b""
+                state: dict[str, Any] = {}
+                async for data in resp.content.iter_any():
+                    now = perf() - st
+                    buf = buf + data if buf else data
+                    if b"\n\n" not in buf:
+                        continue
+                    *events, buf = buf.split(b"\n\n")
+                    if _handle(events, now, offsets, state):
+                        break
+                else:
+                    if buf.strip():  # a last event without its blank line
+                        _handle([buf], perf() - st, offsets, state)
+                usage = state.get("usage")
+                error, detail = state.get("error"), state.get("detail")
+                if error is None and not offsets:
+                    error = "no content chunk"
+                    detail = "the stream ended before any chunk with choices (vLLM: no TTFT)"
+    except asyncio.TimeoutError:
+        error, detail = "timeout", f"no complete response within {session.timeout.total} s"
+    except aiohttp.ClientConnectorError as exc:
+        error, detail = "connection failed", _short(str(exc))
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
+            aiohttp.ClientOSError) as exc:  # reset mid-response: the server went away
+        error, detail = "disconnected", _short(str(exc) or type(exc).__name__)
+    except aiohttp.ClientError as exc:
+        error, detail = "http client error", _short(f"{type(exc).__name__}: {exc}")
+    except ValueError as exc:  # a data: line that is not JSON
+        error, detail = "bad event", _short(str(exc))
+    return _result(index, st - level_t0, queue_s, offsets, usage, error, detail,
+                   perf() - st)
+
+
+def _handle(events: list[bytes], now: float, offsets: list[float],
+            state: dict[str, Any]) -> bool:
+    """Consume complete SSE events; True at ``[DONE]``. Records content-chunk times."""
+    for event in events:
+        event = event.strip()
+        if not event.startswith(b"data:"):
+            continue  # an SSE comment (ping) or a keep-alive blank
+        payload = event[5:].strip()
+        if payload == b"[DONE]":
+            return True
+        obj = json.loads(payload)
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("choices"):
+            offsets.append(now)
+        elif "error" in obj:
+            state["error"], state["detail"] = "stream error", _error_message(payload)
+        usage = obj.get("usage")
+        if usage:
+            state["usage"] = usage
+    return False
+
+
+def _result(
+    index: int,
+    start_s: float,
+    queue_s: float,
+    offsets: list[float],
+    usage: Mapping[str, Any] | None,
+    error: str | None,
+    detail: str | None,
+    elapsed: float,
+) -> RequestResult:
+    prompt_tokens = output_tokens = cached = reasoning = 0
+    if usage:
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        output_tokens = int(usage.get("completion_tokens") or 0)
+        ptd = usage.get("prompt_tokens_details") or {}
+        ctd = usage.get("completion_tokens_details") or {}
+        cached = int(ptd.get("cached_tokens") or 0) if isinstance(ptd, dict) else 0
+        reasoning = int(ctd.get("reasoning_tokens") or 0) if isinstance(ctd, dict) else 0
+    elif offsets:
+        output_tokens = len(offsets)  # no usage: count chunks (flagged by usage_seen=False)
+    ok = error is None
+    return RequestResult(
+        index=index,
+        ok=ok,
+        start_s=start_s,
+        queue_s=queue_s,
+        ttft_s=offsets[0] if offsets else 0.0,
+        # A failed request is in flight until it failed: that time matters for the
+        # in-flight sweep and the steady window, not for vLLM's metrics (ok only).
+        latency_s=offsets[-1] if ok else elapsed,
+        chunk_offsets_s=tuple(offsets),
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached,
+        reasoning_tokens=reasoning,
+        usage_seen=usage is not None,
+        error=error,
+        error_detail=detail,
+    )

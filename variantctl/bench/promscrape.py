@@ -1,0 +1,363 @@
+"""vLLM's own view of a level: its ``/metrics`` (Prometheus text) scraped once a second.
+
+PURE parts: :func:`parse_text` (the Prometheus text exposition format, version
+0.0.4) and :func:`snapshot` / :func:`summarize` (running and waiting requests,
+KV-cache usage, prefix-cache queries and hits, preemptions). The scraper
+(:class:`MetricsScraper`) is an asyncio task beside the level, on the same
+event loop as the benchmark client and through the same local address (the
+target's forward), so it reaches a remote server without its port being open.
+
+Why a small parser and not ``prometheus_client.parser``: we need six series out
+of a flat, line-based format; the library would be a new dependency of
+variantctl for ~60 lines (it is installed in the vLLM venv, not in ours). The
+vLLM tier of the tests cross-checks this parser against
+``prometheus_client.parser`` on the real server's output.
+
+Names across vLLM eras: V1 (≥ 0.8) exports ``vllm:kv_cache_usage_perc`` and
+``vllm:prefix_cache_{queries,hits}_total``; V0 (the seeds' 0.6.3) exports
+``vllm:gpu_cache_usage_perc`` and ``vllm:gpu_prefix_cache_hit_rate``. Both are read.
+Series with several label sets (data-parallel engines) are summed (counts) or
+averaged (usage fractions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Labels = tuple[tuple[str, str], ...]
+#: metric name -> [(labels, value)]
+Families = dict[str, list[tuple[Labels, float]]]
+
+RUNNING = ("vllm:num_requests_running",)
+WAITING = ("vllm:num_requests_waiting",)
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+PREFIX_QUERIES = ("vllm:prefix_cache_queries_total",)
+PREFIX_HITS = ("vllm:prefix_cache_hits_total",)
+PREFIX_HIT_RATE = ("vllm:gpu_prefix_cache_hit_rate",)  # V0: a gauge, 0..1
+PREEMPTIONS = ("vllm:num_preemptions_total",)
+
+
+class ParseError(ValueError):
+    """A line that is not Prometheus text (carries the 1-based line number)."""
+
+    def __init__(self, line_no: int, line: str, why: str):
+        super().__init__(f"line {line_no}: {why}: {line[:80]!r}")
+        self.line_no = line_no
+
+
+def _value(text: str) -> float:
+    special = {"+inf": math.inf, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+    low = text.lower()
+    return special[low] if low in special else float(text)
+
+
+def _labels(text: str, start: int, line_no: int, line: str) -> tuple[Labels, int]:
+    """Parse ``{a="x",b="y"}`` at ``text[start] == '{'``: the labels, the index after ``}``."""
+    out: list[tuple[str, str]] = []
+    i = start + 1
+    n = len(text)
+    while True:
+        while i < n and text[i] in " ,":
+            i += 1
+        if i < n and text[i] == "}":
+            return tuple(out), i + 1
+        eq = text.find("=", i)
+        if eq < 0 or eq + 1 >= n or text[eq + 1] != '"':
+            raise ParseError(line_no, line, "bad label")
+        name = text[i:eq].strip()
+        i = eq + 2
+        chars: list[str] = []
+        while i < n and text[i] != '"':
+            if text[i] == "\\" and i + 1 < n:
+                nxt = text[i + 1]
+                chars.append({"n": "\n", "\\": "\\", '"': '"'}.get(nxt, "\\" + nxt))
+                i += 2
+            else:
+                chars.append(text[i])
+                i += 1
+        if i >= n:
+            raise ParseError(line_no, line, "unterminated label value")
+        out.append((name, "".join(chars)))
+        i += 1
+
+
+def parse_text(text: str) -> Families:
+    """Every sample of a Prometheus text page, by metric name (histogram parts keep
+    their ``_bucket``/``_sum``/``_count`` names). Raises :class:`ParseError`."""
+    families: Families = {}
+    for line_no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        brace = line.find("{")
+        space = line.find(" ")
+        if brace >= 0 and (space < 0 or brace < space):
+            name = line[:brace]
+            labels, end = _labels(line, brace, line_no, raw)
+            rest = line[end:].split()
+        else:
+            name, _, tail = line.partition(" ")
+            labels, rest = (), tail.split()
+        if not name or not rest or len(rest) > 2:
+            raise ParseError(line_no, raw, "expected NAME[{labels}] VALUE [TIMESTAMP]")
+        try:
+            value = _value(rest[0])
+        except ValueError:
+            raise ParseError(line_no, raw, "bad value") from None
+        families.setdefault(name, []).append((labels, value))
+    return families
+
+
+def _first(families: Families, names: Sequence[str], how: str) -> float | None:
+    for name in names:
+        values = [v for _, v in families.get(name, ()) if not math.isnan(v)]
+        if values:
+            return sum(values) if how == "sum" else sum(values) / len(values)
+    return None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The series we use, at one scrape (``None``: this vLLM does not export it)."""
+
+    t: float
+    running: float | None
+    waiting: float | None
+    kv_usage: float | None
+    prefix_queries: float | None
+    prefix_hits: float | None
+    prefix_hit_rate: float | None
+    preemptions: float | None
+
+
+def snapshot(families: Families, t: float) -> Snapshot:
+    return Snapshot(
+        t=t,
+        running=_first(families, RUNNING, "sum"),
+        waiting=_first(families, WAITING, "sum"),
+        kv_usage=_first(families, KV_USAGE, "avg"),
+        prefix_queries=_first(families, PREFIX_QUERIES, "sum"),
+        prefix_hits=_first(families, PREFIX_HITS, "sum"),
+        prefix_hit_rate=_first(families, PREFIX_HIT_RATE, "avg"),
+        preemptions=_first(families, PREEMPTIONS, "sum"),
+    )
+
+
+def is_vllm(families: Families) -> bool:
+    return any(name.startswith("vllm:") for name in families)
+
+
+@dataclass(frozen=True)
+class Gauge:
+    avg: float | None
+    max: float | None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"avg": _r(self.avg), "max": _r(self.max)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Gauge:
+        return cls(data.get("avg"), data.get("max"))
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _gauge(values: Sequence[float | None]) -> Gauge:
+    vals = [v for v in values if v is not None]
+    return Gauge(sum(vals) / len(vals) if vals else None, max(vals) if vals else None)
+
+
+def _delta(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    if len(vals) < 2:
+        return None
+    # a counter that went down means the server restarted: count from the reset
+    return sum(b - a if b >= a else b for a, b in itertools.pairwise(vals))
+
+
+@dataclass(frozen=True)
+class ServerMetricsSummary:
+    """vLLM's ``/metrics`` over one level (``available=False``: why not)."""
+
+    available: bool
+    reason: str | None = None
+    scrapes: int = 0
+    failed_scrapes: int = 0
+    running: Gauge = Gauge(None, None)
+    waiting: Gauge = Gauge(None, None)
+    #: fraction 0..1 of the KV cache in use
+    kv_cache_usage: Gauge = Gauge(None, None)
+    #: counters over the level (last − first scrape)
+    prefix_cache_queries: float | None = None
+    prefix_cache_hits: float | None = None
+    #: hits / queries over the level (V1), or the V0 gauge's average
+    prefix_cache_hit_rate: float | None = None
+    preemptions: float | None = None
+    last_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "reason": self.reason,
+            "scrapes": self.scrapes,
+            "failed_scrapes": self.failed_scrapes,
+            "running": self.running.to_json(),
+            "waiting": self.waiting.to_json(),
+            "kv_cache_usage": self.kv_cache_usage.to_json(),
+            "prefix_cache_queries": self.prefix_cache_queries,
+            "prefix_cache_hits": self.prefix_cache_hits,
+            "prefix_cache_hit_rate": _r(self.prefix_cache_hit_rate),
+            "preemptions": self.preemptions,
+            "last_error": self.last_error,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ServerMetricsSummary:
+        return cls(
+            available=bool(data["available"]),
+            reason=data.get("reason"),
+            scrapes=int(data.get("scrapes", 0)),
+            failed_scrapes=int(data.get("failed_scrapes", 0)),
+            running=Gauge.from_json(data.get("running") or {}),
+            waiting=Gauge.from_json(data.get("waiting") or {}),
+            kv_cache_usage=Gauge.from_json(data.get("kv_cache_usage") or {}),
+            prefix_cache_queries=data.get("prefix_cache_queries"),
+            prefix_cache_hits=data.get("prefix_cache_hits"),
+            prefix_cache_hit_rate=data.get("prefix_cache_hit_rate"),
+            preemptions=data.get("preemptions"),
+            last_error=data.get("last_error"),
+        )
+
+
+def summarize(snaps: Sequence[Snapshot], *, failed: int = 0,
+              last_error: str | None = None) -> ServerMetricsSummary:
+    """Gauges averaged/maxed over the scrapes; counters as the change over the level."""
+    if not snaps:
+        return ServerMetricsSummary(False, last_error or "no scrape succeeded", 0, failed,
+                                    last_error=last_error)
+    queries = _delta([s.prefix_queries for s in snaps])
+    hits = _delta([s.prefix_hits for s in snaps])
+    if queries is not None and hits is not None:
+        rate = hits / queries if queries > 0 else None
+    else:
+        rate = _gauge([s.prefix_hit_rate for s in snaps]).avg
+    return ServerMetricsSummary(
+        available=True,
+        scrapes=len(snaps),
+        failed_scrapes=failed,
+        running=_gauge([s.running for s in snaps]),
+        waiting=_gauge([s.waiting for s in snaps]),
+        kv_cache_usage=_gauge([s.kv_usage for s in snaps]),
+        prefix_cache_queries=queries,
+        prefix_cache_hits=hits,
+        prefix_cache_hit_rate=rate,
+        preemptions=_delta([s.preemptions for s in snaps]),
+        last_error=last_error,
+    )
+
+
+# -- effectful: the scraper ----------------------------------------------------------------
+
+
+class ScrapeError(Exception):
+    pass
+
+
+async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
+                        timeout: float = 5.0) -> str:
+    """``GET path`` over HTTP/1.0 (the server closes: no chunked decoding needed)."""
+
+    async def go() -> str:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\n"
+                         "Accept: text/plain\r\nConnection: close\r\n\r\n".encode())
+            await writer.drain()
+            data = await reader.read()
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        head, sep, body = data.partition(b"\r\n\r\n")
+        status = head.split(b" ", 2)
+        if not sep or len(status) < 2 or not status[0].startswith(b"HTTP/"):
+            raise ScrapeError(f"not an HTTP response from {host}:{port}{path}")
+        if status[1] != b"200":
+            raise ScrapeError(f"{path} answered HTTP {status[1].decode(errors='replace')}")
+        return body.decode("utf-8", "replace")
+
+    try:
+        return await asyncio.wait_for(go(), timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise ScrapeError(f"{path} on {host}:{port}: {exc or type(exc).__name__}") from None
+
+
+@dataclass
+class MetricsScraper:
+    """Scrapes ``/metrics`` every ``interval`` seconds while the level runs.
+
+    ``async with MetricsScraper(host, port): await run_level(...)`` then ``.summary()``.
+    """
+
+    host: str
+    port: int
+    interval: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    snaps: list[Snapshot] = field(default_factory=list)
+    failed: int = 0
+    last_error: str | None = None
+    #: the server has no vLLM /metrics (404, or no vllm: series): scraping stopped
+    not_vllm: bool = False
+    _task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> MetricsScraper:
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        # the level's end state (counters after its last request) belongs to the level
+        await self.scrape_once()
+
+    async def scrape_once(self) -> None:
+        if self.not_vllm:
+            return
+        t = self.clock()
+        try:
+            families = parse_text(await fetch_metrics(self.host, self.port))
+        except (ScrapeError, ParseError) as exc:
+            self.failed += 1
+            self.last_error = str(exc)
+            # a server that answers 404 has no /metrics at all: stop asking
+            self.not_vllm = "HTTP 404" in self.last_error
+            return
+        if not is_vllm(families):
+            self.not_vllm = True
+            self.failed += 1
+            self.last_error = "/metrics holds no vllm: series (not a vLLM server?)"
+            return
+        self.snaps.append(snapshot(families, t))
+
+    async def _loop(self) -> None:
+        start = self.clock()
+        k = 0
+        while not self.not_vllm:
+            await self.scrape_once()
+            k += 1
+            await asyncio.sleep(max(0.0, start + k * self.interval - self.clock()))
+
+    def summary(self) -> ServerMetricsSummary:
+        return summarize(self.snaps, failed=self.failed, last_error=self.last_error)

@@ -1,0 +1,413 @@
+"""Run levels: warm-up, concurrency limit, arrival process, stop → partial results.
+
+One level follows ``vllm bench serve``'s ``benchmark()``: arrival times are drawn up
+front (gamma intervals with shape ``burstiness`` and mean ``1/rate``, rescaled so that
+N requests take N/rate seconds — vLLM's normalisation), each arrival creates a task
+that waits for the concurrency semaphore and then streams its request; the level's
+duration runs from the first arrival to the last response. With ``--duration S``
+requests keep arriving (cycling through the prompts) until S seconds have passed,
+then the level waits for those in flight.
+
+Stopping: set ``stop`` (the CLI does it on Ctrl-C or when the server dies): no new
+requests are sent, the ones in flight are cancelled, and the level comes back
+``partial`` with the results that finished. Cancelling ``run_level`` itself cancels
+every child task before re-raising, so nothing keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import aiohttp
+
+from variantctl.bench import metrics, prompts
+from variantctl.bench.client import PreparedRequest, build_body, make_session, send
+from variantctl.bench.model import LevelResult, RequestResult, WarmupResult
+from variantctl.bench.params import BenchParams, parse_warmup
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
+
+PROGRESS_INTERVAL_S = 0.5
+DURATION_PROMPTS = 64  # distinct prompts cycled through in --duration mode
+WARMUP_MIN, WARMUP_MAX = 50, 100  # the second seed: 50-100 prompts...
+WARMUP_SHARE = 0.5  # ...at 25-50 % of the measured concurrency
+
+
+@dataclass(frozen=True)
+class LiveProgress:
+    concurrency: int
+    done: int
+    total: int | None
+    errors: int
+    tokens_per_s_now: float
+    elapsed_s: float
+
+
+def _api(base_url: str) -> str:
+    return base_url.rstrip("/")
+
+
+async def probe(base_url: str, timeout: float) -> str:
+    """The served model's name from ``/v1/models``; a clear error when not reachable/ready."""
+    url = _api(base_url) + "/v1/models"
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
+            s.get(url) as resp,
+        ):
+            if resp.status != 200:
+                body = (await resp.text())[:200].strip()
+                raise VariantctlError(
+                    f"server at {base_url} is not ready: GET /v1/models answered HTTP "
+                    f"{resp.status}" + (f" ({body})" if body else ""),
+                    exit_code=ExitCode.FAILED)
+            data = await resp.json(content_type=None)
+    except asyncio.TimeoutError:
+        raise VariantctlError(f"server at {base_url} did not answer within {timeout:g} s",
+                              exit_code=ExitCode.UNREACHABLE) from None
+    except aiohttp.ClientConnectorError as exc:
+        raise VariantctlError(f"no server at {base_url}: {exc.os_error or exc}",
+                              exit_code=ExitCode.UNREACHABLE) from None
+    except (aiohttp.ClientError, ValueError) as exc:
+        raise VariantctlError(f"server at {base_url} is not an OpenAI-compatible server: "
+                              f"{exc}", exit_code=ExitCode.FAILED) from None
+    models = data.get("data") if isinstance(data, dict) else None
+    if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise VariantctlError(f"server at {base_url} serves no model (GET /v1/models: "
+                              f"{str(data)[:120]})", exit_code=ExitCode.FAILED)
+    return str(models[0]["id"])
+
+
+async def prepare(
+    base_url: str, params: BenchParams, n: int, *, model: str
+) -> list[PreparedRequest]:
+    """``n`` request bodies for ``params`` (random prompts cost server round trips)."""
+    base = _api(base_url)
+    if params.prompt == "random":
+        assert params.input_len is not None  # BenchParams guarantees it
+        async with make_session(60.0, 16) as session:
+            tok = prompts.Tokenizer(session, base, model)
+            plist = await prompts.random_prompts(
+                tok, n=n, input_len=params.input_len, endpoint=params.endpoint,
+                seed=params.seed)
+    elif params.prompt in ("short", "tools"):
+        plist = [prompts.builtin(params.prompt, params.endpoint, i) for i in range(n)]
+    else:
+        loaded = prompts.load_file(Path(params.prompt))
+        plist = [loaded[i % len(loaded)] for i in range(n)]
+    out: list[PreparedRequest] = []
+    for i, p in enumerate(plist):
+        content = p.content
+        if params.endpoint == "completions" and isinstance(content, list):
+            raise VariantctlError(
+                f"{params.prompt}: chat messages cannot be sent to /v1/completions "
+                "(use --endpoint chat)", exit_code=ExitCode.USAGE)
+        out.append(build_body(
+            endpoint=params.endpoint, model=model, prompt=content,
+            output_len=params.output_len, ignore_eos=params.ignore_eos,
+            temperature=params.temperature,
+            # A per-request sampling seed makes sampled runs repeatable; greedy needs none.
+            seed=params.seed + i if params.temperature > 0 else None,
+            extra=p.extra))
+    return out
+
+
+def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[float]:
+    """vLLM's ``get_request`` schedule: cumulative gamma delays, rescaled to n/rate."""
+    if math.isinf(rate):
+        return [0.0] * n
+    rng = random.Random(seed)
+    delays: list[float] = []
+    for _ in range(n):
+        if math.isinf(burstiness):
+            delays.append(1.0 / rate)
+        else:
+            delays.append(rng.gammavariate(burstiness, 1.0 / (rate * burstiness)))
+    total = 0.0
+    out: list[float] = []
+    for d in delays:
+        total += d
+        out.append(total)
+    if out and out[-1] > 0:
+        factor = (n / rate) / out[-1]
+        out = [t * factor for t in out]
+    return out
+
+
+async def _preconnect(session: aiohttp.ClientSession, base: str, n: int) -> None:
+    """Open ``n`` keep-alive connections before the clock starts.
+
+    Otherwise the first ``n`` requests carry TCP setup and aiohttp's first-use costs in
+    their TTFT (5 ms measured on loopback) — the server's latency is what is measured.
+    Failures are ignored here: the requests themselves report them.
+    """
+
+    async def one() -> None:
+        try:
+            async with session.get(base + "/v1/models") as resp:
+                await resp.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            pass
+
+    await asyncio.gather(*(one() for _ in range(n)))
+
+
+def warmup_plan(params: BenchParams, concurrency: int) -> tuple[int, int]:
+    """(requests, concurrency) of the warm-up before a level; (0, 0) when off.
+
+    ``auto`` is the second seed's recipe: same lengths as the measurement, half its
+    concurrency, 50-100 requests — but never more than the level itself sends.
+    """
+    mode = parse_warmup(params.warmup)
+    if mode == "off" or mode == 0:
+        return 0, 0
+    warm_c = max(1, math.ceil(concurrency * WARMUP_SHARE))
+    if isinstance(mode, int):
+        return mode, min(warm_c, mode)
+    n = min(max(WARMUP_MIN, 2 * warm_c), WARMUP_MAX)
+    if params.requests_per_level is not None:
+        n = min(n, params.requests_per_level)
+    return n, min(warm_c, n)
+
+
+async def run_warmup(
+    base_url: str, params: BenchParams, concurrency: int, *,
+    model: str | None = None, prepared: Sequence[PreparedRequest] | None = None,
+    stop: asyncio.Event | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> WarmupResult:
+    """Warm the server up for a level at ``concurrency`` (results discarded but counted).
+
+    Setting ``stop`` ends the warm-up at once (its requests in flight are cancelled).
+    ``run_level`` passes its own ``session``: the warm-up then also warms the level's
+    connections (as ``vllm bench serve``'s warm-ups do), and a fresh TCP connection's
+    first streams — measurably burstier on loopback — are not measured.
+    """
+    n, warm_c = warmup_plan(params, concurrency)
+    if n == 0:
+        return WarmupResult(requests=0, concurrency=0, failed=0, duration_s=0.0)
+    model = model or params.model or await probe(base_url, 10.0)
+    reqs = list(prepared) if prepared else await prepare(base_url, params, n, model=model)
+    t0 = time.perf_counter()
+    sem = asyncio.Semaphore(warm_c)
+    async with contextlib.AsyncExitStack() as stack:
+        if session is None:
+            session = await stack.enter_async_context(make_session(params.timeout_s, warm_c))
+        results: list[RequestResult] = []
+
+        async def one(i: int) -> None:
+            async with sem:
+                assert session is not None  # set above; mypy cannot see it in here
+                results.append(await send(session, _api(base_url), reqs[i % len(reqs)],
+                                          index=i, level_t0=t0))
+
+        batch: asyncio.Future[list[None]] = asyncio.ensure_future(
+            asyncio.gather(*(one(i) for i in range(n))))
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(
+            (stop or asyncio.Event()).wait())
+        try:
+            await asyncio.wait([batch, stopper], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (batch, stopper):
+                t.cancel()
+            await asyncio.gather(batch, stopper, return_exceptions=True)
+    errors = metrics.error_counts(results)
+    return WarmupResult(requests=len(results), concurrency=warm_c,
+                        failed=sum(errors.values()),
+                        duration_s=time.perf_counter() - t0,
+                        errors=MappingProxyType(errors))
+
+
+async def run_level(
+    base_url: str,
+    params: BenchParams,
+    concurrency: int,
+    *,
+    on_progress: Callable[[LiveProgress], None] | None = None,
+    stop: asyncio.Event | None = None,
+    model: str | None = None,
+    prepared: Sequence[PreparedRequest] | None = None,
+    warmup: bool = True,
+    repeat: int = 0,
+) -> LevelResult:
+    """One level at ``concurrency``: warm-up (per ``params.warmup``), then the measurement."""
+    base = _api(base_url)
+    model = model or params.model or await probe(base_url, 10.0)
+    total = params.requests_per_level
+    n_prompts = total if total is not None else DURATION_PROMPTS
+    reqs = list(prepared) if prepared else await prepare(base, params, n_prompts, model=model)
+    warm = None
+    stop = stop or asyncio.Event()
+    results: list[RequestResult] = []
+    tasks: set[asyncio.Task[RequestResult | None]] = set()
+    live = [0]  # content chunks of finished requests (for "tokens/s now")
+    inflight: dict[int, list[float]] = {}  # chunk times of requests still streaming
+    sem = asyncio.Semaphore(concurrency)
+    partial_reason: str | None = None
+
+    async with make_session(params.timeout_s, concurrency) as session:
+        if warmup and warmup_plan(params, concurrency)[0]:
+            warm = await run_warmup(base, params, concurrency, model=model, prepared=reqs,
+                                    stop=stop, session=session)
+        await _preconnect(session, base, concurrency)
+        t0 = time.perf_counter()
+
+        gate = asyncio.Semaphore(concurrency)  # --duration at an unlimited rate
+
+        async def one(i: int, due: float, gated: bool) -> RequestResult | None:
+            try:
+                async with sem:
+                    if params.duration is not None and time.perf_counter() - t0 >= (
+                            params.duration):
+                        return None  # became due in time but got no slot before the end
+                    inflight[i] = []
+                    r = await send(session, base, reqs[i % len(reqs)], index=i,
+                                   level_t0=t0, queued_at=due, offsets=inflight[i])
+            finally:
+                inflight.pop(i, None)
+                if gated:
+                    gate.release()
+            live[0] += len(r.chunk_offsets_s)
+            results.append(r)
+            return r
+
+        async def issue() -> None:
+            if total is not None:
+                schedule = arrival_offsets(total, params.request_rate, params.burstiness,
+                                           params.seed)
+            else:
+                schedule = []
+            rng = random.Random(params.seed)
+            i = 0
+            next_at = 0.0
+            while not stop.is_set():
+                if total is not None:
+                    if i >= total:
+                        return
+                    next_at = schedule[i]
+                elif i > 0 and not math.isinf(params.request_rate):
+                    b = params.burstiness
+                    next_at += (1.0 / params.request_rate if math.isinf(b) else
+                                rng.gammavariate(b, 1.0 / (params.request_rate * b)))
+                assert params.duration is not None or total is not None
+                if params.duration is not None and next_at >= params.duration:
+                    return
+                delay = t0 + next_at - time.perf_counter()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(stop.wait(), delay)
+                        return
+                    except asyncio.TimeoutError:
+                        pass
+                gated = params.duration is not None and math.isinf(params.request_rate)
+                if gated:
+                    # Unlimited rate for a duration: send as slots free up, instead of
+                    # an unbounded backlog of waiting tasks.
+                    await gate.acquire()
+                    if params.duration is not None and (
+                            time.perf_counter() - t0 >= params.duration or stop.is_set()):
+                        gate.release()
+                        return
+                task = asyncio.create_task(one(i, time.perf_counter(), gated))
+                tasks.add(task)
+                i += 1
+
+        async def ticker() -> None:
+            last_t, last_n = t0, 0
+            while True:
+                await asyncio.sleep(PROGRESS_INTERVAL_S)
+                now = time.perf_counter()
+                seen = live[0] + sum(len(o) for o in inflight.values())
+                rate = (seen - last_n) / (now - last_t) if now > last_t else 0.0
+                last_t, last_n = now, seen
+                if on_progress:
+                    on_progress(LiveProgress(
+                        concurrency=concurrency, done=len(results), total=total,
+                        errors=sum(1 for r in results if not r.ok), tokens_per_s_now=rate,
+                        elapsed_s=now - t0))
+
+        tick = asyncio.create_task(ticker())
+        issuer = asyncio.create_task(issue())
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({issuer, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            failure = issuer.exception() if issuer.done() and not issuer.cancelled() else None
+            if failure is not None:
+                raise failure  # a bug in the issuer, not a result
+            while tasks and not stop.is_set():
+                pending = {t for t in tasks if not t.done()}
+                if not pending:
+                    break
+                await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                partial_reason = "stopped"
+        finally:
+            # No task outlives the level, whether it ended, was stopped or cancelled.
+            children = [tick, issuer, stopper, *tasks]
+            for t in children:
+                t.cancel()
+            await asyncio.gather(*children, return_exceptions=True)
+    duration = time.perf_counter() - t0
+    if results:
+        # vLLM's benchmark_duration ends when the last response is in, not at teardown.
+        duration = max(r.start_s + r.latency_s for r in results)
+    done = tuple(sorted(results, key=lambda r: r.index))
+    unfinished = sum(1 for t in tasks if t.cancelled())
+    if partial_reason and unfinished:
+        partial_reason = f"stopped: {unfinished} request(s) in flight were cancelled"
+    level_metrics = metrics.compute(done, concurrency=concurrency, duration_s=duration,
+                                    goodput=params.goodput)
+    if on_progress:
+        on_progress(LiveProgress(concurrency=concurrency, done=len(done), total=total,
+                                 errors=level_metrics.failed, tokens_per_s_now=0.0,
+                                 elapsed_s=duration))
+    return LevelResult(
+        concurrency=concurrency,
+        metrics=level_metrics,
+        requests=done,
+        errors=MappingProxyType(metrics.error_counts(done)),
+        partial=partial_reason is not None,
+        partial_reason=partial_reason,
+        repeat=repeat,
+        warmup=warm,
+    )
+
+
+async def run_ladder(
+    base_url: str,
+    params: BenchParams,
+    *,
+    on_progress: Callable[[LiveProgress], None] | None = None,
+    on_level: Callable[[LevelResult], None] | None = None,
+    stop: asyncio.Event | None = None,
+    model: str | None = None,
+) -> tuple[LevelResult, ...]:
+    """Every level of ``params.concurrency``, ``params.repeat`` times, one after another.
+
+    Prompts are prepared once (random prompts cost server round trips); a stop ends
+    the ladder after the level it interrupted.
+    """
+    stop = stop or asyncio.Event()
+    model = model or params.model or await probe(base_url, 10.0)
+    n = params.requests_per_level or DURATION_PROMPTS
+    reqs = await prepare(base_url, params, n, model=model)
+    levels: list[LevelResult] = []
+    for rep in range(params.repeat):
+        for c in params.concurrency:
+            level = await run_level(base_url, params, c, on_progress=on_progress, stop=stop,
+                                    model=model, prepared=reqs, repeat=rep)
+            levels.append(level)
+            if on_level:
+                on_level(level)
+            if stop.is_set():
+                return tuple(levels)
+    return tuple(levels)

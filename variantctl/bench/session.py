@@ -1,0 +1,365 @@
+"""One ``variantctl bench`` run against one server: find it, reach it, measure, store.
+
+EFFECTFUL glue between the pieces (the CLI stays thin and does only the printing
+and the exit code):
+
+- :func:`find_server` — the running server record of a variant on its host,
+  with a clear error naming the variant, the host and its state when it is not
+  running or not ready;
+- :func:`measure` — for each level of the ladder (and each ``--repeat``): the
+  warm-up, then the level with the GPU sampler (a thread querying the host's
+  monitor through the Target) and the ``/metrics`` scraper (a task on the same
+  event loop) beside it, and a watchdog that stops the level when the server
+  process dies (partial results kept, the log classified);
+- :func:`store_result` — ``bench-<stamp>.json`` in the launch's archived run.
+
+Ctrl-C stops the level in progress (the runner returns what finished, marked
+partial) and ends the ladder; a second Ctrl-C aborts at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from variantctl.bench.gpu import GpuSampler, GpuSummary, find_monitor, not_available
+from variantctl.bench.model import BenchResult, LevelResult
+from variantctl.bench.model import Target as BenchTarget
+from variantctl.bench.params import BenchParams
+from variantctl.bench.promscrape import MetricsScraper
+from variantctl.config.hosts import Host
+from variantctl.errors import NotFoundError, TargetError, VariantctlError
+from variantctl.exitcodes import ExitCode
+from variantctl.runs.record import ServerRecord
+from variantctl.targets.base import Target
+
+#: how often the watchdog looks at the server process
+WATCH_INTERVAL_S = 1.0
+#: lines of the server log shown when the server died during a level
+LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class ServerDeath:
+    """The server process died during a level: what its log says."""
+
+    variant: str
+    pid: int
+    level: int
+    kind: str | None = None
+    signature: str | None = None
+    title: str = ""
+    message: str = ""
+    remediation: str = ""
+    tail: tuple[str, ...] = ()
+    log: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"tail": list(self.tail)}
+
+
+@dataclass
+class RunOutcome:
+    """What one target's run produced (the CLI renders it and picks the exit code)."""
+
+    label: str
+    result: BenchResult
+    stored: Path | None = None
+    death: ServerDeath | None = None
+    interrupted: bool = False
+
+    @property
+    def failed_levels(self) -> list[LevelResult]:
+        return [lv for lv in self.result.levels if lv.all_failed]
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if self.death is not None or self.failed_levels:
+            return ExitCode.FAILED
+        return ExitCode.OK
+
+
+def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
+    """The healthy server of ``variant`` on ``host``, else an error naming its state."""
+    from variantctl.launch.servers import layout_for, load_record, statuses
+
+    record = load_record(target, layout_for(target, host), variant)
+    if record is None:
+        raise NotFoundError(
+            f"{variant} is not running on host {host.name} (no server record)",
+            hint=f"variantctl launch {variant} starts it; variantctl ps lists running servers",
+        )
+    (status,) = statuses(target, [record])
+    if status.state != "healthy":
+        what = {
+            "stale": f"its process (pid {record.pid}) is gone",
+            "starting": "it is still starting (not listening yet)",
+            "listening": "it listens but /health does not answer",
+        }.get(status.state, f"/health answers {status.health}")
+        raise VariantctlError(
+            f"{variant} on host {host.name} is not ready: {status.state} — {what} "
+            f"(port {record.port})",
+            hint=f"variantctl watch {variant} waits for it; variantctl logs {variant} shows why"
+            if status.state != "stale" else f"variantctl launch {variant} starts it again",
+            exit_code=ExitCode.FAILED,
+        )
+    return record
+
+
+@contextlib.contextmanager
+def reach(target: Target, port: int, address: str = "127.0.0.1") -> Iterator[str]:
+    """A base URL of ``address:port`` on the target usable from this process."""
+    with target.forward(port, address) as (host, local_port):
+        yield f"http://{host}:{local_port}"
+
+
+def gpu_monitor_for(target: Target | None, host: Host | None) -> tuple[list[str] | None, str]:
+    """(monitor argv or None, why not) for the measured host."""
+    if target is None:
+        return None, "the server's host is not known (--url without --host)"
+    try:
+        monitor = find_monitor(target, host.gpu_monitor if host else None)
+    except VariantctlError as exc:
+        return None, exc.message
+    if monitor is None:
+        name = host.name if host else target.name
+        configured = host.gpu_monitor if host else None
+        return None, (f"{configured} not found on host {name}" if configured
+                      else f"no nvidia-smi or ixsmi on host {name}")
+    return monitor, ""
+
+
+def is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class _Watchdog:
+    """Checks every second that the server process lives; sets ``stop`` when it died."""
+
+    def __init__(self, target: Target, pid: int, stop: asyncio.Event,
+                 loop: asyncio.AbstractEventLoop):
+        self.target, self.pid, self.stop, self.loop = target, pid, stop, loop
+        self.died = False
+        self._quit = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-watchdog", daemon=True)
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._quit.set()
+        self._thread.join(30)
+
+    def alive(self) -> bool:
+        from variantctl.targets.process import is_alive
+
+        try:
+            return is_alive(self.target, self.pid)
+        except TargetError:
+            return True  # a hiccup of the connection is not a death
+
+    def _run(self) -> None:
+        while not self._quit.wait(WATCH_INTERVAL_S):
+            if not self.alive():
+                self.died = True
+                self.loop.call_soon_threadsafe(self.stop.set)
+                return
+
+
+@dataclass
+class Measurement:
+    """Where and how to measure one server."""
+
+    label: str
+    base_url: str
+    params: BenchParams
+    #: the host's executor, for GPU sampling and the watchdog (None: --url alone)
+    target: Target | None = None
+    host: Host | None = None
+    record: ServerRecord | None = None
+    #: called with (concurrency, LiveProgress) while a level runs
+    on_progress: Callable[[Any], None] | None = None
+    #: called when a level (or warm-up) starts/ends, for notes
+    on_note: Callable[[str], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+
+
+async def measure(m: Measurement, started_at: str) -> RunOutcome:
+    """Run the whole ladder (repeats × levels, as ``runner.run_ladder`` orders them)."""
+    from variantctl.bench.runner import DURATION_PROMPTS, prepare, probe, warmup_plan
+
+    note = m.on_note or (lambda _text: None)
+    model = m.params.model or await probe(m.base_url, 30.0)
+    params = m.params if m.params.model else dataclasses.replace(m.params, model=model)
+    monitor, why_no_gpu = await asyncio.to_thread(gpu_monitor_for, m.target, m.host)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    interrupted = _install_sigint(loop, stop)
+    levels: list[LevelResult] = []
+    death: ServerDeath | None = None
+    try:
+        # prompts once for the whole ladder (random prompts cost tokenizer round trips)
+        prepared = await prepare(m.base_url, params,
+                                 params.requests_per_level or DURATION_PROMPTS, model=model)
+        for repeat in range(params.repeat):
+            for concurrency in params.concurrency:
+                if stop.is_set():
+                    break
+                warm = None
+                n_warm, c_warm = warmup_plan(params, concurrency)
+                if n_warm:
+                    note(f"{m.label}: warm-up, {n_warm} requests at concurrency {c_warm}")
+                    warm = await _until_stopped(
+                        _warmup(m.base_url, params, concurrency, model, prepared), stop)
+                    if stop.is_set():
+                        break
+                note(f"{m.label}: concurrency {concurrency}"
+                     + (f", repeat {repeat + 1}/{params.repeat}" if params.repeat > 1 else ""))
+                level, died = await _one_level(m, params, concurrency, model, prepared,
+                                               repeat, monitor, why_no_gpu, stop, loop)
+                level = dataclasses.replace(level, warmup=warm)
+                if died and m.record is not None and m.target is not None:
+                    level = dataclasses.replace(
+                        level, partial=True, partial_reason="server exited"
+                        + (f" ({level.partial_reason})" if level.partial_reason else ""))
+                    death = await asyncio.to_thread(_diagnose, m.target, m.record,
+                                                    concurrency)
+                elif interrupted[0]:
+                    level = dataclasses.replace(
+                        level, partial=True, partial_reason="interrupted"
+                        + (f" ({level.partial_reason})" if level.partial_reason else ""))
+                levels.append(level)
+                if death is not None or stop.is_set():
+                    break
+            if death is not None or stop.is_set():  # no further repeat either
+                break
+    finally:
+        _restore_sigint(loop)
+    target_info = BenchTarget(url=m.base_url, variant=m.record.variant if m.record else None,
+                              host=m.host.name if m.host else None, model=model)
+    result = BenchResult(params=params, target=target_info, started_at=started_at,
+                         levels=tuple(levels))
+    return RunOutcome(m.label, result, death=death, interrupted=interrupted[0])
+
+
+async def _warmup(base_url: str, params: BenchParams, concurrency: int, model: str,
+                  prepared: Any) -> Any:
+    from variantctl.bench.runner import run_warmup
+
+    return await run_warmup(base_url, params, concurrency, model=model, prepared=prepared)
+
+
+async def _until_stopped(coro: Any, stop: asyncio.Event) -> Any:
+    """``await coro`` unless ``stop`` is set first (then it is cancelled: None)."""
+    task = asyncio.ensure_future(coro)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (task, stopper):
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(task, stopper, return_exceptions=True)
+    return task.result() if task.done() and not task.cancelled() else None
+
+
+async def _one_level(
+    m: Measurement, params: BenchParams, concurrency: int, model: str, prepared: Any,
+    repeat: int, monitor: list[str] | None, why_no_gpu: str, stop: asyncio.Event,
+    loop: asyncio.AbstractEventLoop,
+) -> tuple[LevelResult, bool]:
+    """The measured part of a level, with GPU sampler, /metrics scraper and watchdog beside."""
+    from variantctl.bench.runner import run_level
+
+    split = urlsplit(m.base_url)
+    sampler = GpuSampler(m.target, monitor, clock=m.clock) if (m.target and monitor) else None
+    scraper = MetricsScraper(split.hostname or "127.0.0.1", split.port or 80, clock=m.clock)
+    watchdog = (_Watchdog(m.target, m.record.pid, stop, loop)
+                if (m.target is not None and m.record is not None) else None)
+    with contextlib.ExitStack() as stack:
+        if sampler is not None:
+            stack.enter_context(sampler)
+        if watchdog is not None:
+            stack.enter_context(watchdog)
+        async with scraper:
+            level = await run_level(m.base_url, params, concurrency, on_progress=m.on_progress,
+                                    stop=stop, model=model, prepared=prepared, warmup=False,
+                                    repeat=repeat)
+    died = watchdog is not None and watchdog.died
+    if watchdog is not None and not died and (level.errors or level.partial):
+        # a dead server fails the rest of the level in milliseconds, faster than the
+        # watchdog's tick: failures are the moment to look once more
+        died = not await asyncio.to_thread(watchdog.alive)
+    gpu: GpuSummary = sampler.summary() if sampler is not None else not_available(why_no_gpu)
+    level = dataclasses.replace(level, gpu=gpu, server_metrics=scraper.summary())
+    return level, died
+
+
+def _diagnose(target: Target, record: ServerRecord, concurrency: int) -> ServerDeath:
+    """Classify the dead server's log (its startup and its last lines)."""
+    from variantctl.config.catalog import default_catalog
+    from variantctl.logs.classify import classify_text
+
+    try:
+        text = target.read_bytes(record.log).decode("utf-8", "replace")
+    except TargetError as exc:
+        return ServerDeath(record.variant, record.pid, concurrency,
+                           message=f"could not read the log {record.log}: {exc.message}")
+    result = classify_text(text, default_catalog(), exited=True)
+    tail = tuple(text.splitlines()[-LOG_TAIL_LINES:])
+    return ServerDeath(record.variant, record.pid, concurrency, kind=result.kind,
+                       signature=result.signature, title=result.title, message=result.message,
+                       remediation=result.remediation, tail=tail, log=record.log)
+
+
+def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[bool]:
+    """First Ctrl-C: stop the level (partial results kept); second: the default (abort)."""
+    flag = [False]
+
+    def on_sigint() -> None:
+        if flag[0]:
+            _restore_sigint(loop)
+            signal.raise_signal(signal.SIGINT)
+            return
+        flag[0] = True
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+    return flag
+
+
+def _restore_sigint(loop: asyncio.AbstractEventLoop) -> None:
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def store_result(outcome: RunOutcome, record: ServerRecord | None, when: Any) -> Path | None:
+    """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json (None
+    without one)."""
+    from variantctl.runs.store import RunStore
+
+    if record is None or not record.run_dir:
+        return None
+    run_dir = Path(record.run_dir)
+    if not run_dir.is_dir():
+        return None
+    data = outcome.result.to_json()
+    if outcome.death is not None:
+        data["server_death"] = outcome.death.to_json()
+    return RunStore(run_dir.parent).attach_benchmark(run_dir, data, when)

@@ -1,0 +1,94 @@
+"""``variantctl bench``: measure a running variant (or any OpenAI-compatible URL).
+
+Thin: options → :class:`~variantctl.bench.params.BenchParams`; the server is
+found and reached by :mod:`variantctl.bench.session`; tables and live progress
+come from :mod:`variantctl.render.bench`. Exit codes: 0 every level had
+successes; 1 a level whose requests all failed, or the server died during a
+level; 2 bad input; 4 host or URL unreachable; 130 interrupted (partial results
+are still printed, stored and exported).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.env import Environment
+
+
+@click.command("bench")
+@click.argument("variants", metavar="[VARIANT]...", nargs=-1)
+@click.option("--host", "host", help="Host the variant runs on (default: the variant's host); "
+              "with --url, the host whose GPUs to sample.")
+@click.option("--url", help="Benchmark this server instead of a launched variant "
+              "(e.g. http://127.0.0.1:8000).")
+@click.option("--endpoint", type=click.Choice(["chat", "completions"]), default="chat",
+              show_default=True, help="/v1/chat/completions or /v1/completions.")
+@click.option("--model", help="Model name to request (default: the one the server serves).")
+@click.option("--concurrency", "concurrency", default="1", show_default=True,
+              help="A ladder of levels, one after another: 1,2,4.")
+@click.option("--requests", "requests", type=int, help="Requests per level (default 100).")
+@click.option("--duration", type=float, help="Seconds per level instead of --requests.")
+@click.option("--prompt", default="short", show_default=True,
+              help="short | tools (the seed's 29-tool request) | random | FILE.")
+@click.option("--input-len", type=int, help="Prompt tokens (--prompt random: exact).")
+@click.option("--output-len", type=int, default=128, show_default=True,
+              help="max_tokens of every request.")
+@click.option("--ignore-eos", is_flag=True, help="Generate exactly --output-len tokens.")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Prompts, arrivals and sampling seed.")
+@click.option("--request-rate", "request_rate", default="inf", show_default=True,
+              help="Requests/s (Poisson-like arrivals) or inf (all at once, up to the "
+              "concurrency).")
+@click.option("--burstiness", type=float, default=1.0, show_default=True,
+              help="Gamma shape of the arrivals (1 = Poisson), as vllm bench serve.")
+@click.option("--warmup", default="auto", show_default=True,
+              help="auto (same lengths, half the concurrency, 50-100 requests) | N | off.")
+@click.option("--goodput", help="SLOs in ms for goodput: ttft:MS,tpot:MS,e2el:MS.")
+@click.option("--repeat", type=int, default=1, show_default=True,
+              help="Run the whole ladder N times.")
+@click.option("--request-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds before one request counts as failed.")
+@click.option("--export-vllm", "export_vllm", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write vllm bench serve's result JSON (one file per level of a ladder).")
+@click.option("--no-store", is_flag=True,
+              help="Do not write bench-<stamp>.json into the launch's archived run.")
+@json_option
+@pass_env
+def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: str | None,
+          endpoint: str, model: str | None, concurrency: str, requests: int | None,
+          duration: float | None, prompt: str, input_len: int | None, output_len: int,
+          ignore_eos: bool, temperature: float, seed: int, request_rate: str,
+          burstiness: float, warmup: str, goodput: str | None, repeat: int,
+          request_timeout: float, export_vllm: Path | None, no_store: bool,
+          as_json: bool) -> None:
+    """Benchmark VARIANT (its running server, through the host's SSH connection) or --url.
+
+    Several VARIANTs are measured one after another and shown in one table.
+    """
+    from variantctl.bench.params import BenchParams, parse_concurrency, parse_goodput, parse_rate
+    from variantctl.cli import finish
+    from variantctl.errors import VariantctlError
+
+    if bool(variants) == bool(url):
+        raise VariantctlError("give a VARIANT (or several) or --url, not both",
+                              hint="variantctl ps lists running variants")
+    if prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
+        raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random or a file",
+                              hint="a FILE holds one prompt per line or a JSON list")
+    params = BenchParams(
+        endpoint=endpoint, model=model, prompt=prompt, input_len=input_len,
+        output_len=output_len, ignore_eos=ignore_eos, temperature=temperature, seed=seed,
+        request_rate=parse_rate(request_rate), burstiness=burstiness, requests=requests,
+        duration=duration, warmup=warmup, goodput=parse_goodput(goodput) if goodput else {},
+        concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
+    )
+    from variantctl.cli.benchflow import run_bench
+
+    code = run_bench(env, params, variants=variants, host=host, url=url, as_json=as_json,
+                     export=export_vllm, store=not no_store)
+    if code:
+        finish(code)

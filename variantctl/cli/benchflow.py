@@ -1,0 +1,176 @@
+"""The ``bench`` command's flow: for each VARIANT (or the --url) find the server, reach
+it, measure, store; then print tables or JSON, export, and pick the exit code.
+
+Kept out of ``cli/bench.py`` so that module stays the option list; the measuring
+itself is :mod:`variantctl.bench.session`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from variantctl.bench.params import BenchParams
+from variantctl.bench.session import Measurement, RunOutcome
+from variantctl.env import Environment
+from variantctl.exitcodes import ExitCode
+
+
+def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
+              host: str | None, url: str | None, as_json: bool, export: Path | None,
+              store: bool) -> int:
+    """Measure every target, print, export; the exit code."""
+    from variantctl.errors import VariantctlError
+    from variantctl.render.bench import LiveView
+
+    started_at = env.now().isoformat()
+    outcomes: list[RunOutcome] = []
+    #: several variants: one that cannot be measured (not running, host down) is
+    #: reported and the others still run; a single one fails the command as a whole
+    errors: list[tuple[str, VariantctlError]] = []
+    with LiveView(env) as view:
+        if url is not None:
+            outcomes.append(_bench_url(env, params, url, host, view, started_at))
+        for variant in variants:
+            try:
+                outcome = _bench_variant(env, params, variant, host, view, started_at, store)
+            except VariantctlError as exc:
+                if len(variants) == 1:
+                    raise
+                errors.append((variant, exc))
+                env.stderr.print(f"error: {exc.message}", markup=False, highlight=False)
+                if exc.hint:
+                    env.stderr.print(f"hint: {exc.hint}", markup=False, highlight=False)
+                continue
+            outcomes.append(outcome)
+            if outcome.interrupted:
+                break
+        view.done()
+    _print(env, outcomes, errors, as_json)
+    if export is not None:
+        _export(env, outcomes, export)
+    codes = [o.exit_code for o in outcomes] + [e.exit_code for _, e in errors]
+    if ExitCode.INTERRUPTED in codes:
+        return ExitCode.INTERRUPTED
+    return max(codes, default=0)
+
+
+def _measurement(env: Environment, params: BenchParams, label: str, base_url: str,
+                 view: Any, **where: Any) -> Measurement:
+    return Measurement(label=label, base_url=base_url, params=params,
+                       on_progress=lambda p: view.progress(label, p), on_note=view.note,
+                       clock=env.clock, **where)
+
+
+def _bench_variant(env: Environment, params: BenchParams, variant: str, host_name: str | None,
+                   view: Any, started_at: str, store: bool) -> RunOutcome:
+    from variantctl.bench.session import find_server, measure, reach, store_result
+    from variantctl.launch.selection import select_hosts, variant_host
+    from variantctl.targets.connect import open_target
+
+    default = variant_host(env, variant) or "local"
+    (host,) = select_hosts(env, host_name, None, default=default)
+    with open_target(host) as target:
+        record = find_server(target, host, variant)
+        with reach(target, record.port) as base_url:
+            m = _measurement(env, params, variant, base_url, view, target=target, host=host,
+                             record=record)
+            outcome = asyncio.run(measure(m, started_at))
+    if store:
+        outcome.stored = store_result(outcome, record, env.now())
+        if outcome.stored is None:
+            where = (f"its launch's run directory {record.run_dir} is not on this machine"
+                     if record.run_dir else "its record names no run directory")
+            env.stderr.print(f"{variant}: result not stored: {where} (use --json or "
+                             "--export-vllm to keep it)", markup=False, highlight=False)
+    return outcome
+
+
+def _bench_url(env: Environment, params: BenchParams, url: str, host_name: str | None,
+               view: Any, started_at: str) -> RunOutcome:
+    from variantctl.bench.session import is_loopback_url, measure
+    from variantctl.errors import VariantctlError
+    from variantctl.launch.selection import select_hosts
+    from variantctl.targets.connect import open_target
+    from variantctl.targets.local import LocalTarget
+
+    if not url.startswith(("http://", "https://")):
+        raise VariantctlError(f"--url {url!r} is not an http:// or https:// URL",
+                              hint="e.g. --url http://127.0.0.1:8000")
+    base = url.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    if host_name is not None:
+        (host,) = select_hosts(env, host_name, None)
+        with open_target(host) as target:
+            m = _measurement(env, params, url, base, view, target=target, host=host)
+            return asyncio.run(measure(m, started_at))
+    # a server on this machine: its GPUs are this machine's
+    local = LocalTarget() if is_loopback_url(base) else None
+    m = _measurement(env, params, url, base, view, target=local)
+    return asyncio.run(measure(m, started_at))
+
+
+def _print(env: Environment, outcomes: Sequence[RunOutcome],
+           errors: Sequence[tuple[str, Any]], as_json: bool) -> None:
+    """One target: its ``variantctl.bench/1`` object; several: ``{"results": [...],
+    "errors": [{"variant", "error"}]}`` (the README's --json convention)."""
+    from variantctl.render.bench import print_death, print_results
+    from variantctl.render.output import print_json
+
+    if as_json:
+        docs = []
+        for o in outcomes:
+            doc = o.result.to_json()
+            doc["stored"] = None if o.stored is None else str(o.stored)
+            doc["server_death"] = None if o.death is None else o.death.to_json()
+            docs.append(doc)
+        if len(docs) == 1 and not errors:
+            print_json(env, docs[0])
+        else:
+            print_json(env, {"results": docs, "errors": [
+                {"variant": name, "error": exc.to_json()} for name, exc in errors]})
+    elif outcomes:
+        print_results(env, [(o.label, o.result) for o in outcomes])
+        for o in outcomes:
+            if o.stored is not None:
+                env.stderr.print(f"{o.label}: stored {o.stored}", markup=False,
+                                 highlight=False, soft_wrap=True)
+    for o in outcomes:
+        if o.death is not None:
+            print_death(env, o.death)
+        for lv in o.failed_levels:
+            env.stderr.print(
+                f"error: {o.label}: every request of the level at concurrency "
+                f"{lv.concurrency} failed ({', '.join(lv.errors) or 'no reason'})",
+                markup=False, highlight=False)
+        if o.interrupted:
+            env.stderr.print(f"{o.label}: interrupted; partial results kept", markup=False,
+                             highlight=False)
+
+
+def _export(env: Environment, outcomes: Sequence[RunOutcome], base: Path) -> None:
+    """``--export-vllm FILE``: vLLM's result JSON; one level = FILE, a ladder = one file per
+    level (``FILE-c<C>``), several variants = ``FILE-<variant>[-c<C>]``."""
+    from variantctl.bench.export import export_paths, vllm_result
+    from variantctl.errors import VariantctlError
+    from variantctl.runs.store import write_local_atomic
+
+    several = len(outcomes) > 1
+    for o in outcomes:
+        levels = o.result.levels
+        own = base.with_name(f"{base.stem}-{o.label}{base.suffix or '.json'}") if several else base
+        for path, level in zip(export_paths(own, levels), levels, strict=True):
+            data = vllm_result(level, o.result.params, model=o.result.target.model or "")
+            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_local_atomic(path, text.encode())
+            except OSError as exc:
+                raise VariantctlError(f"--export-vllm {path}: {exc.strerror or exc}",
+                                      exit_code=ExitCode.FAILED) from None
+            env.stderr.print(f"exported {path}", markup=False, highlight=False,
+                             soft_wrap=True)

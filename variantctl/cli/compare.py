@@ -1,0 +1,32 @@
+"""``variantctl compare RUN_A RUN_B [--json]``."""
+
+from __future__ import annotations
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.env import Environment
+
+
+@click.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@json_option
+@pass_env
+def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
+    """Metric deltas between two runs (absolute, %, spread over repeats) beside what
+    differs between them: configuration, patches, host and environment, engine facts
+    and benchmark parameters. RUN_A and RUN_B are run ids or unique prefixes."""
+    from variantctl.cli.output import emit, print_json
+    from variantctl.render.compare import comparison_blocks, comparison_json
+    from variantctl.report.compare import compare as compare_runs
+    from variantctl.report.load import load_run
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    a, b = load_run(store, run_a), load_run(store, run_b)
+    result = compare_runs(a, b)
+    if as_json:
+        print_json(env, comparison_json(result))
+        return
+    emit(env, comparison_blocks(result))

@@ -1,0 +1,32 @@
+"""How ``launch`` and ``watch`` print a finished launch (the live part is launch/ui.py)."""
+
+from __future__ import annotations
+
+from variantctl.cli.output import emit, print_json
+from variantctl.env import Environment
+from variantctl.launch.core import LaunchResult
+from variantctl.launch.ui import aftermath_lines, result_json, verdict_lines
+from variantctl.render.output import text
+
+
+def print_result(env: Environment, result: LaunchResult, exit_code: int, *, as_json: bool,
+                 verdict_shown: bool = False) -> None:
+    """Everything about a finished launch (the verdict part unless the live UI showed it);
+    ``exit_code`` (decided by the command) is part of the JSON."""
+    if as_json:
+        print_json(env, result_json(result, exit_code))
+        return
+    lines = [] if verdict_shown else verdict_lines(result)
+    emit(env, [text(line) for line in lines + aftermath_lines(result)])
+
+
+def launch_exit_code(result: LaunchResult) -> int:
+    """What a launch's (or watch's) result means as an exit code: ready with every
+    expectation met is 0, a hang 5, a timeout 6, anything else that ended badly 1."""
+    from variantctl.exitcodes import ExitCode
+    from variantctl.launch.watch import HANG, READY, TIMEOUT
+
+    verdict = result.verdict
+    if verdict in ("started", READY):
+        return ExitCode.OK if result.expect_ok else ExitCode.FAILED
+    return {HANG: ExitCode.HANG, TIMEOUT: ExitCode.TIMEOUT}.get(verdict, ExitCode.FAILED)

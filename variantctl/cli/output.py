@@ -1,0 +1,22 @@
+"""Where rendered output is printed: the CLI is the only place that prints."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from variantctl.env import Environment
+from variantctl.render.output import Block, json_text
+
+
+def emit(env: Environment, blocks: Iterable[Block]) -> None:
+    """Print ``blocks`` in order, each on its stream with its own print options."""
+    for b in blocks:
+        console = env.stderr if b.err else env.stdout
+        console.print(b.body, markup=b.markup, highlight=b.highlight, soft_wrap=b.soft_wrap)
+
+
+def print_json(env: Environment, data: Any) -> None:
+    """Write ``data`` as the one indented JSON document of ``--json`` on stdout."""
+    env.stdout.file.write(json_text(data) + "\n")
+    env.stdout.file.flush()

@@ -1,0 +1,44 @@
+"""``variantctl report SWEEP|RUN… [--format md|html] [--out DIR]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from variantctl.cli.common import json_option, pass_env
+from variantctl.env import Environment
+
+
+@click.command("report")
+@click.argument("sources", nargs=-1, required=True, metavar="SWEEP|RUN...")
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md",
+              show_default=True,
+              help="md: report.md with the plots as PNG files beside it; html: one "
+                   "self-contained report.html.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to write into (default: reports/<name>-<stamp>/ in the project).")
+@click.option("--title", help="The report's title (default: the sweep's name or 'Runs').")
+@json_option
+@pass_env
+def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | None,
+           title: str | None, as_json: bool) -> None:
+    """Tables and plots of a sweep (its name or state file) or of runs (ids or prefixes).
+
+    The seeds' tables — per point success, TTFT P90, Output TPS P10/P50, aggregate TPS,
+    the concurrency curve, hardware, steady state, failures and skipped points — and
+    plots of aggregate TPS, TPOT, TTFT P90 and GPU utilisation vs concurrency and
+    throughput per GPU vs per-user TPS; a roofline section for hosts that declare their
+    GPU's peaks (hosts.yaml ``gpu:``). See docs/report.md.
+    """
+    from variantctl.cli.output import emit, print_json
+    from variantctl.render.output import text
+    from variantctl.report.write import gather, write_report
+
+    data, name = gather(env, sources, title)
+    written = write_report(env, data, fmt, out, name)
+    if as_json:
+        print_json(env, {"report": str(written[0]), "files": [str(p) for p in written]})
+        return
+    emit(env, [text(f"report: {written[0]}")]
+         + [text(f"  plot: {p}") for p in written[1:]])

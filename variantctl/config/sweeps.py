@@ -1,0 +1,221 @@
+"""``sweeps/NAME.yaml``: the schema of a sweep file and its loader (file:line errors).
+
+The one place sweep YAML is read; the result is a frozen
+:class:`~variantctl.sweeps.model.SweepSpec`, expanded by :mod:`variantctl.sweeps.grid`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from variantctl.config.hosts import ENV_NAME
+from variantctl.config.schema import (
+    Bool,
+    Field,
+    Float,
+    Int,
+    ListOf,
+    MapOf,
+    Nullable,
+    OneOf,
+    Str,
+    Struct,
+)
+from variantctl.config.variants import NAME_PATTERN
+from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
+from variantctl.errors import ConfigError, NotFoundError, VariantctlError
+from variantctl.spelling import did_you_mean
+from variantctl.sweeps.model import Axis, GridValue, StopRules, SweepSpec
+from variantctl.variants.flags import flag_problem, normalise_flag
+
+_VALUE = Nullable(OneOf(Bool(), Int(), Float(), Str(allow_empty=True)))
+_VALUES = ListOf(_VALUE, min_len=1)
+_NAMES = ListOf(Str(pattern=NAME_PATTERN, what="a variant name"), single=True, min_len=1)
+
+_BENCH = Struct("bench", {
+    "concurrency": Field(ListOf(Int(min=1), single=True, min_len=1)),
+    "requests": Field(Int(min=1)),
+    "duration": Field(Float(min=0.001)),
+    "prompts": Field(ListOf(Str(), single=True, min_len=1)),
+    "input_len": Field(Int(min=1)),
+    "output_len": Field(Int(min=1)),
+    "ignore_eos": Field(Bool()),
+    "temperature": Field(Float(min=0)),
+    "seed": Field(Int()),
+    "warmup": Field(OneOf(Int(min=0), Str())),
+    "repeat": Field(Int(min=1)),
+    "endpoint": Field(Str()),
+    "request_rate": Field(OneOf(Float(min=0.001), Str(pattern="inf", what="'inf'"))),
+    "timeout_s": Field(Float(min=1)),
+})
+
+_SWEEP = Struct("sweep", {
+    "description": Field(Str(allow_empty=True)),
+    "base": Field(_NAMES, required=True),
+    "hosts": Field(ListOf(Str(pattern=NAME_PATTERN, what="a host name"), single=True)),
+    "port": Field(Int(min=1, max=65535)),
+    "grid": Field(Struct("grid", {
+        "args": Field(MapOf(Str(), _VALUES)),
+        "env": Field(MapOf(Str(pattern=ENV_NAME, what="an environment variable name"),
+                           _VALUES)),
+    })),
+    "link": Field(ListOf(ListOf(Str(), min_len=2))),
+    "exclude": Field(ListOf(MapOf(Str(), _VALUE))),
+    "include": Field(ListOf(MapOf(Str(), _VALUE))),
+    "bench": Field(_BENCH),
+    "stop": Field(Struct("stop", {
+        "min_success_pct": Field(Float(min=0)),
+        "max_ttft_p90_ms": Field(Float(min=0)),
+    })),
+})
+
+
+def sweeps_dir(project: Path) -> Path:
+    return project / "sweeps"
+
+
+def sweep_names(directory: Path) -> list[str]:
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.iterdir()
+                  if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_sweep(directory: Path, name: str, *, display_base: Path | None = None) -> SweepSpec:
+    """Load ``directory/NAME.yaml``; NotFoundError (with did-you-mean) when there is none."""
+    path = next((directory / f"{name}{s}" for s in (".yaml", ".yml")
+                 if (directory / f"{name}{s}").is_file()), None)
+    if path is None or "/" in name:
+        names = sweep_names(directory)
+        hint = did_you_mean(name, names) or (
+            f"sweeps: {', '.join(names)}" if names else f"write {directory}/{name}.yaml")
+        raise NotFoundError(f"no sweep {name!r} in {directory}", hint=hint)
+    display = str(path.relative_to(display_base)) if display_base and path.is_relative_to(
+        display_base) else str(path)
+    return parse_sweep(load_yaml_file(path, display=display), name)
+
+
+def _key(raw: str, path: KeyPath, doc: Document, *, base_ok: bool = False) -> str:
+    """``args.tp`` → ``args.tensor-parallel-size``; ``env.X`` kept; ``base`` if allowed."""
+    if base_ok and raw == "base":
+        return raw
+    section, dot, name = raw.partition(".")
+    if not dot or section not in ("args", "env") or not name:
+        raise doc.error(path, f"{raw!r} is not a grid key",
+                        hint="write args.FLAG or env.NAME" + (" (or base)" if base_ok else ""))
+    if section == "args":
+        flag = normalise_flag(name)
+        problem = flag_problem(flag)
+        if problem:
+            raise doc.error(path, problem)
+        return f"args.{flag}"
+    return raw
+
+
+def parse_sweep(doc: Document, name: str) -> SweepSpec:
+    """A checked document → SweepSpec; ConfigError at the offending key otherwise."""
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise ConfigError(f"{name!r} is not a valid sweep name (the file name)",
+                          source=doc.source)
+    if doc.data is None:
+        raise ConfigError("empty sweep file", source=doc.source,
+                          hint="a sweep needs at least `base:`")
+    data: dict[str, Any] = _SWEEP.check(doc.data, (), doc)
+    bases = tuple(data["base"])
+    axes: list[Axis] = []
+    grid = data.get("grid") or {}
+    for section in ("args", "env"):
+        for raw, values in (grid.get(section) or {}).items():
+            path = ("grid", section, raw)
+            key = _key(f"{section}.{raw}", path, doc)
+            if any(a.key == key for a in axes):
+                raise doc.error(path, f"{key} is given twice (aliases name the same flag)",
+                                key=True)
+            m = doc.mark(path, key=True)
+            axes.append(Axis(key, tuple(values), f"{m.source}:{m.line}"))
+    by_key = {a.key: a for a in axes}
+    links: list[tuple[str, ...]] = []
+    linked: set[str] = set()
+    for i, group in enumerate(data.get("link") or ()):
+        keys = []
+        for j, raw in enumerate(group):
+            key = _key(raw, ("link", i, j), doc)
+            if key not in by_key:
+                raise doc.error(("link", i, j), f"{key} is not in the grid",
+                                hint=did_you_mean(key, by_key) or "link keys must be grid keys")
+            if key in linked:
+                raise doc.error(("link", i, j), f"{key} is linked twice")
+            linked.add(key)
+            keys.append(key)
+        lengths = {len(by_key[k].values) for k in keys}
+        if len(lengths) > 1:
+            desc = ", ".join(f"{k} has {len(by_key[k].values)}" for k in keys)
+            raise doc.error(("link", i), f"linked keys move together, so their lists need "
+                            f"the same length ({desc})")
+        links.append(tuple(keys))
+    exclude = tuple(_assignment(rule, ("exclude", i), doc, bases, by_key)
+                    for i, rule in enumerate(data.get("exclude") or ()))
+    include = tuple(_assignment(rule, ("include", i), doc, bases, None)
+                    for i, rule in enumerate(data.get("include") or ()))
+    stop = data.get("stop") or {}
+    return SweepSpec(
+        name=name, source=doc.source, bases=bases, axes=tuple(axes), links=tuple(links),
+        exclude=exclude, include=include, bench=_bench(data.get("bench") or {}, doc),
+        hosts=tuple(data.get("hosts") or ()),
+        stop=StopRules(stop.get("min_success_pct"), stop.get("max_ttft_p90_ms")),
+        port=data.get("port"), description=data.get("description", ""),
+    )
+
+
+def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,
+                bases: tuple[str, ...], grid: dict[str, Axis] | None
+                ) -> MappingProxyType[str, GridValue]:
+    if not rule:
+        raise doc.error(path, "an empty rule would match every point")
+    out: dict[str, GridValue] = {}
+    for raw, value in rule.items():
+        key = _key(raw, (*path, raw), doc, base_ok=True)
+        if key == "base":
+            if value not in bases:
+                raise doc.error((*path, raw), f"{value!r} is not a base of this sweep",
+                                hint=did_you_mean(str(value), bases)
+                                or f"bases: {', '.join(bases)}")
+        elif grid is not None and key not in grid:
+            raise doc.error((*path, raw), f"{key} is not in the grid, so this exclusion "
+                            "can never match", hint=did_you_mean(key, grid))
+        out[key] = value
+    return MappingProxyType(out)
+
+
+def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
+    from variantctl.bench.params import BenchParams
+
+    prompts = data.get("prompts") or ("short",)
+    common: dict[str, Any] = {}
+    for key in ("requests", "duration", "input_len", "output_len", "ignore_eos",
+                "temperature", "seed", "repeat", "endpoint", "timeout_s"):
+        if key in data:
+            common[key] = data[key]
+    if "concurrency" in data:
+        if len(set(data["concurrency"])) != len(data["concurrency"]):
+            raise doc.error(("bench", "concurrency"), "a level is given twice")
+        common["concurrency"] = tuple(data["concurrency"])
+    if "warmup" in data:
+        common["warmup"] = str(data["warmup"])
+    if "request_rate" in data:
+        rate = data["request_rate"]
+        common["request_rate"] = math.inf if rate == "inf" else float(rate)
+    out = []
+    for i, prompt in enumerate(prompts):
+        try:
+            out.append(BenchParams(prompt=prompt, **common))
+        except VariantctlError as exc:
+            at = ("bench", "prompts", i) if "prompt" in exc.message else ("bench",)
+            # the params speak of CLI options (--output-len); the file has keys (output_len)
+            text = re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), exc.message)
+            raise doc.error(at, text) from None
+    return tuple(out)

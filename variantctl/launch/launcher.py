@@ -1,0 +1,151 @@
+"""The launcher: how a server is started, found, probed and stopped on a host.
+
+One declared interface for every place a server can run, so launch, watch, ps, stop
+and logs are written once (DEVELOPERS.md: every feature works on every target):
+
+- :class:`ProcessLauncher` starts the launch script as a detached process group on
+  the host itself (``targets/process.py``): the pid is the record's id;
+- :class:`~variantctl.launch.slurm.SlurmLauncher` submits it as a SLURM batch job from
+  the host (a login node): the job id is the record's id, the server runs on whatever
+  node SLURM picks.
+
+The host selects its launcher (:func:`launcher_for`): a host with ``slurm:`` submits
+jobs, any other starts processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from variantctl.config.hosts import Host
+from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.targets.base import Target
+
+if TYPE_CHECKING:
+    from variantctl.launch.servers import ServerStatus, StopOutcome
+    from variantctl.variants.model import ResolvedVariant
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One look at a started server (one round trip where the launcher can)."""
+
+    #: it still runs or waits to run (False: it ended, the record is stale)
+    alive: bool
+    #: HTTP status of /health where it runs (None: nothing answered or not asked)
+    health: int | None = None
+    #: why it has not started running yet (a SLURM PENDING reason), None once it runs
+    waiting: str | None = None
+
+
+class Launcher(Protocol):
+    """Start a script as a server, say where it runs and whether it is alive, stop it."""
+
+    #: ``process`` or ``slurm`` (ps and run.json show it)
+    kind: str
+
+    def place(self, target: Target, layout: HostLayout, variant: ResolvedVariant
+              ) -> ResolvedVariant:
+        """The variant as it will run (a SLURM job gets a port of its own)."""
+        ...
+
+    def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
+              cwd: str) -> int:
+        """Start ``script`` with its output to ``log``; the id the record keeps."""
+        ...
+
+    def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
+        """Alive, waiting, and (when ``health``) /health where it runs."""
+        ...
+
+    def address(self, target: Target, record: ServerRecord) -> str:
+        """The address its port listens on, as the host sees it (for a forward)."""
+        ...
+
+    def statuses(self, target: Target, records: list[ServerRecord], *, probe: bool = True
+                 ) -> list[ServerStatus]:
+        """The status of each record (what ``ps`` shows)."""
+        ...
+
+    def port_in_use(self, target: Target, layout: HostLayout, port: int) -> bool:
+        """Whether ``port`` is taken where the server will run."""
+        ...
+
+    def stop(self, target: Target, layout: HostLayout, record: ServerRecord, *,
+             grace: float) -> StopOutcome:
+        """Stop it, verify it ended, remove its record (kept when it survived)."""
+        ...
+
+    def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
+        """What the launcher knows of the server beyond its log, recorded with the run's
+        facts (a SLURM job's id, state, node and exit code); None: nothing."""
+        ...
+
+    def check_patches(self, variant: ResolvedVariant) -> bool:
+        """Whether the host's patch roots are the ones the server runs (then their state
+        is read and ``requires`` enforced there); refuses a variant whose ``requires``
+        cannot be checked."""
+        ...
+
+
+class ProcessLauncher:
+    """Today's behaviour: a detached process group on the host (targets/process.py)."""
+
+    kind = "process"
+
+    def __init__(self, host: Host | None = None):
+        self.python = host.python if host is not None else "python3"
+
+    def place(self, target: Target, layout: HostLayout, variant: ResolvedVariant
+              ) -> ResolvedVariant:
+        return variant
+
+    def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
+              cwd: str) -> int:
+        from variantctl.targets.process import spawn_detached
+
+        return spawn_detached(target, script, log_path=log, pid_path=pid_file)
+
+    def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
+        from variantctl.targets.process import http_status, is_alive
+
+        status = http_status(target, record.port) if health else None
+        if status == 200:
+            return Probe(True, status)
+        return Probe(is_alive(target, record.pid), status)
+
+    def address(self, target: Target, record: ServerRecord) -> str:
+        return "127.0.0.1"
+
+    def statuses(self, target: Target, records: list[ServerRecord], *, probe: bool = True
+                 ) -> list[ServerStatus]:
+        from variantctl.launch.servers import statuses
+
+        return statuses(target, records, probe=probe)
+
+    def port_in_use(self, target: Target, layout: HostLayout, port: int) -> bool:
+        from variantctl.targets.process import port_in_use
+
+        return port_in_use(target, port)
+
+    def stop(self, target: Target, layout: HostLayout, record: ServerRecord, *,
+             grace: float) -> StopOutcome:
+        from variantctl.launch.servers import stop_server
+
+        return stop_server(target, layout, record, grace=grace, python=self.python)
+
+    def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
+        return None
+
+    def check_patches(self, variant: ResolvedVariant) -> bool:
+        return True
+
+
+def launcher_for(host: Host) -> Launcher:
+    """The launcher ``host`` selects: SLURM jobs for a ``slurm:`` host, else processes."""
+    if host.slurm is not None:
+        from variantctl.launch.slurm import SlurmLauncher
+
+        return SlurmLauncher(host, host.slurm)
+    return ProcessLauncher(host)

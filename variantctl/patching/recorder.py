@@ -1,0 +1,219 @@
+"""RUNTIME of the ``instrument`` operation: the timing recorder that runs inside vLLM.
+
+This file is never imported by variantctl itself at run time: its *source text*
+is inlined, as a string, into every file an ``instrument`` operation patches
+(:mod:`variantctl.patching.instrument`), and executed once per process into a
+module object registered as :data:`RUNTIME_NAME`. So it must stay self-contained:
+standard library only, no variantctl import, no three single quotes in a row (it is embedded in a
+triple-quoted string), nothing done at import but definitions.
+
+Decision at decoration time: :func:`point` reads ``VARIANTCTL_PROFILE`` when the
+patched module is imported (the server's start). Unset or empty, it returns the
+function itself, so an unprofiled server runs exactly the original code (zero
+cost per call, not even a check). Set to a directory, each call of a decorated
+function records ``(name, start, duration, thread, parent, depth)`` into a
+per-process buffer. The buffer is bounded: it is written out when it holds
+:data:`FLUSH_EVERY` events, every :data:`FLUSH_INTERVAL_S` seconds by a daemon
+thread (so a benchmark level's events are on disk shortly after the level), and
+at exit; events that cannot be written (disk full, directory gone) are counted
+and dropped, never kept growing.
+
+File format (``DIR/prof-<pid>.jsonl``, appended): a header object per process
+start ``{"variantctl_profile": 1, "pid", "wall_ns", "mono_ns", "argv"}`` anchoring
+the monotonic clock to wall time, then one JSON array per event
+``[name, start_mono_ns, dur_ns, tid, parent, depth]``, and ``{"dropped": N}``
+lines when events were lost. ``time.perf_counter_ns`` is CLOCK_MONOTONIC on
+Linux, one clock for every process of the host, so events of the API server and
+of the engine-core process line up.
+
+``sync=True`` synchronises the device (CUDA, when torch has initialised it)
+before each clock reading, so a duration includes the kernels the call queued;
+without it, GPU numbers are host time only (kernel launches are asynchronous).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+ENV = "VARIANTCTL_PROFILE"
+#: the module name the runtime registers under in ``sys.modules`` (versioned: two
+#: variantctl releases' patched files in one process each find their own)
+RUNTIME_NAME = "_variantctl_profile_runtime_1"
+FLUSH_EVERY = 2048
+FLUSH_INTERVAL_S = 0.5
+#: events kept at most while writing fails
+MAX_BUFFER = FLUSH_EVERY * 8
+
+_state: dict[str, Recorder | None] = {"recorder": None}
+_state_lock = threading.Lock()
+
+
+def _identity(fn: Any) -> Any:
+    return fn
+
+
+def _sync() -> None:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is not None and cuda.is_available() and cuda.is_initialized():
+            cuda.synchronize()
+    except Exception:  # a profiler must never break the server
+        pass
+
+
+class Recorder:
+    """The per-process event buffer and its writer."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.buf: list[tuple[Any, ...]] = []
+        self.dropped = 0
+        self.lock = threading.Lock()
+        self.io_lock = threading.Lock()
+        self.local = threading.local()
+        self.pid = os.getpid()
+        self.header_written = False
+        self.flusher: threading.Thread | None = None
+
+    def stack(self) -> list[str]:
+        st: list[str] | None = getattr(self.local, "stack", None)
+        if st is None:
+            st = self.local.stack = []
+        return st
+
+    def add(self, event: tuple[Any, ...]) -> None:
+        if os.getpid() != self.pid:
+            self.reset_after_fork()
+        with self.lock:
+            if len(self.buf) >= MAX_BUFFER:
+                self.dropped += 1
+                return
+            self.buf.append(event)
+            full = len(self.buf) >= FLUSH_EVERY
+        if self.flusher is None:
+            self.start_flusher()
+        if full:
+            self.flush()
+
+    def start_flusher(self) -> None:
+        with self.lock:
+            if self.flusher is not None:
+                return
+            thread = self.flusher = threading.Thread(target=self.flush_loop,
+                                                     name="variantctl-profile", daemon=True)
+        thread.start()
+
+    def flush_loop(self) -> None:
+        me = self.flusher
+        while self.flusher is me:
+            time.sleep(FLUSH_INTERVAL_S)
+            self.flush()
+
+    def flush(self) -> None:
+        with self.io_lock:
+            with self.lock:
+                events, self.buf = self.buf, []
+                dropped, self.dropped = self.dropped, 0
+            if not events and not dropped:
+                return
+            lines: list[str] = []
+            if not self.header_written:
+                lines.append(json.dumps({
+                    "variantctl_profile": 1, "pid": self.pid, "wall_ns": time.time_ns(),
+                    "mono_ns": time.perf_counter_ns(), "argv": sys.argv[:4]}))
+            lines.extend(json.dumps(e, separators=(",", ":")) for e in events)
+            if dropped:
+                lines.append(json.dumps({"dropped": dropped}))
+            path = os.path.join(self.directory, "prof-%d.jsonl" % self.pid)
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write("\n".join(lines) + "\n")
+                self.header_written = True
+            except OSError:
+                with self.lock:
+                    self.dropped += len(events) + dropped
+
+    def reset_after_fork(self) -> None:
+        # the child inherits the parent's buffer (its events are the parent's to
+        # write) but not its flusher thread
+        self.buf = []
+        self.dropped = 0
+        self.lock = threading.Lock()
+        self.io_lock = threading.Lock()
+        self.local = threading.local()
+        self.pid = os.getpid()
+        self.header_written = False
+        self.flusher = None
+
+
+def recorder(directory: str) -> Recorder:
+    """The process's recorder (one per process, whatever the directory of later calls)."""
+    with _state_lock:
+        rec = _state["recorder"]
+        if rec is None:
+            rec = _state["recorder"] = Recorder(directory)
+            atexit.register(rec.flush)
+            if hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=rec.reset_after_fork)
+        return rec
+
+
+def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
+    """The decorator for one profile point (the identity when profiling is off)."""
+    directory = os.environ.get(ENV, "")
+    if not directory:
+        return _identity
+    rec = recorder(directory)
+    clock = time.perf_counter_ns
+    native_id = threading.get_native_id
+
+    def decorate(fn: Any) -> Any:
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            return fn  # a generator's time is spent between its yields: not a call's time
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                stack = rec.stack()
+                parent = stack[-1] if stack else None
+                t0 = clock()
+                stack.append(name)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    t1 = clock()
+                    stack.pop()
+                    rec.add((name, t0, t1 - t0, native_id(), parent, len(stack)))
+            return awrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            stack = rec.stack()
+            parent = stack[-1] if stack else None
+            if sync:
+                _sync()
+            t0 = clock()
+            stack.append(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if sync:
+                    _sync()
+                t1 = clock()
+                stack.pop()
+                rec.add((name, t0, t1 - t0, native_id(), parent, len(stack)))
+        return wrapper
+
+    return decorate

@@ -1,0 +1,327 @@
+"""Rendering of ``variantctl bench``: rich tables in the seed studies' layout, live progress.
+
+One row per level (and per variant when several are measured, so ``cpu-eager``
+and ``cpu-base`` sit in one table):
+
+1. **decode** — the first seed's table: requests, success, TTFT P90, Output
+   TPS P10/P50 per request, aggregate output TPS, prompt/cached/reasoning tokens;
+2. **latency** — ``vllm bench serve``'s TTFT, TPOT, ITL, E2EL (mean/P50/P99, ms)
+   and the second seed's TPOT increase over concurrency 1;
+3. **throughput** — request, output and total-token throughput, peak in-flight
+   requests, peak output tok/s in a 1-s bucket, goodput;
+4. **steady state** — the window with in-flight ≥ ⌈0.95 × concurrency⌉;
+5. **GPU** — per GPU avg / busy avg / max utilisation, memory, power, temperature;
+6. **vLLM /metrics** — running, waiting, KV cache, prefix-cache hits, preemptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from variantctl.bench.model import BenchResult, LevelResult
+
+
+def _n(value: float | None) -> str:
+    """Compact: 3 significant-ish digits (1234, 123, 12.3, 1.23)."""
+    if value is None:
+        return "-"
+    a = abs(value)
+    return f"{value:.0f}" if a >= 100 else f"{value:.1f}" if a >= 10 else f"{value:.2f}"
+
+
+def _s(ms: float) -> str:
+    """Milliseconds as seconds (the seeds' TTFT P90 column is in seconds)."""
+    return f"{ms / 1000:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _rows(results: Sequence[tuple[str, BenchResult]]) -> list[tuple[str, BenchResult,
+                                                                       LevelResult]]:
+    return [(label, res, lv) for label, res in results for lv in res.levels]
+
+
+def _several(results: Sequence[tuple[str, BenchResult]]) -> int:
+    return max(len(label) for label, _ in results) if len(results) > 1 else 0
+
+
+def _level_name(lv: LevelResult, repeats: bool) -> str:
+    name = str(lv.concurrency)
+    if repeats:
+        name += f" #{lv.repeat + 1}"
+    if lv.partial:
+        name += " (partial)"
+    return name
+
+
+def _table(title: str, columns: Sequence[str], several: int) -> Table:
+    """``several``: the width of the longest variant label (0: one variant, no column)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    if several:
+        table.add_column("variant", no_wrap=True, min_width=several)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+    return table
+
+
+def decode_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    table = _table("decode (Output TPS per request; tokens from usage)",
+                   ["conc", "requests", "success", "TTFT P90 s", "TPS P10", "TPS P50",
+                    "aggregate tok/s", "prompt", "cached", "reasoning"], several)
+    for label, _res, lv in _rows(results):
+        m = lv.metrics
+        total = m.completed + m.failed
+        cells = [_level_name(lv, repeats), f"{m.completed}/{total}", _pct(m.success_rate),
+                 _s(m.ttft_ms.p90), _n(m.output_tps.p10), _n(m.output_tps.p50),
+                 _n(m.output_throughput), str(m.total_input_tokens),
+                 str(m.total_cached_tokens), str(m.total_reasoning_tokens)]
+        table.add_row(*([label] if several else []), *cells)
+    return table
+
+
+def _three(st: Any) -> str:
+    return f"{_n(st.mean)}/{_n(st.p50)}/{_n(st.p99)}"
+
+
+def latency_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    table = _table("latency ms, mean/P50/P99, as vllm bench serve (TPOT + = over c=1)",
+                   ["conc", "TTFT", "TPOT", "ITL", "E2EL", "TPOT +"], several)
+    for label, res, lv in _rows(results):
+        m = lv.metrics
+        inc = res.tpot_increase.get(lv.concurrency)
+        cells = [_level_name(lv, repeats), _three(m.ttft_ms), _three(m.tpot_ms),
+                 _three(m.itl_ms), _three(m.e2el_ms),
+                 "-" if inc is None else f"{inc * 100:+.1f}%"]
+        table.add_row(*([label] if several else []), *cells)
+    return table
+
+
+def throughput_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    goodput = any(res.params.goodput for _, res in results)
+    cols = ["conc", "duration s", "req/s", "output tok/s", "total tok/s", "peak in-flight",
+            "peak tok/s (1 s)"] + (["goodput req/s"] if goodput else [])
+    table = _table("throughput", cols, several)
+    for label, _res, lv in _rows(results):
+        m = lv.metrics
+        cells = [_level_name(lv, repeats), _n(m.duration_s), _n(m.request_throughput),
+                 _n(m.output_throughput), _n(m.total_token_throughput), str(m.peak_concurrency),
+                 f"{m.max_output_tokens_per_s:.0f}"]
+        if goodput:
+            cells.append(_n(m.request_goodput))
+        table.add_row(*([label] if several else []), *cells)
+    return table
+
+
+def steady_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    table = _table("steady state: in-flight ≥ ⌈0.95 × concurrency⌉ (output tok/s; TTFT P50 "
+                   "and TPOT mean in ms)",
+                   ["conc", "threshold", "window s", "of run", "tok/s", "started",
+                    "completed", "TTFT", "TPOT", "note"], several)
+    for label, _res, lv in _rows(results):
+        m, w = lv.metrics, lv.metrics.steady
+        if w is None:
+            cells = [_level_name(lv, repeats), "-", "none", "-", "-", "-", "-", "-", "-", ""]
+        else:
+            share = w.duration_s / m.duration_s if m.duration_s > 0 else None
+            cells = [_level_name(lv, repeats), str(w.threshold), _n(w.duration_s),
+                     _pct(share), _n(w.output_throughput), str(w.requests_started),
+                     str(w.requests_completed), _n(w.ttft_ms.p50), _n(w.tpot_ms.mean),
+                     "short" if w.short else ""]
+        table.add_row(*([label] if several else []), *cells)
+    return table
+
+
+def gpu_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    table = _table("GPU: avg/busy avg/max (busy = GPU-Util > 0, per GPU, as the second seed; "
+                   "memory, temperature: max)",
+                   ["conc", "GPU", "busy/all", "util %", "mem util %", "mem MiB", "power W",
+                    "limit W", "temp °C", "SM MHz"], several)
+    for label, _res, lv in _rows(results):
+        gpu = lv.gpu
+        devices = list(getattr(gpu, "devices", ()) or ())
+        if not devices:
+            reason = getattr(gpu, "reason", None) or "not sampled"
+            table.add_row(*([label] if several else []), _level_name(lv, repeats),
+                          "-", "-", f"not available: {reason}", "", "", "", "", "")
+            continue
+        for i, d in enumerate(devices):
+            st = d.stats
+            limit = "-" if d.power_limit_w is None else f"{d.power_limit_w:.0f}"
+            table.add_row(
+                *([label] if several else []), _level_name(lv, repeats) if i == 0 else "",
+                str(d.index), f"{d.busy_samples}/{d.samples}",
+                _pct3(st["util_gpu_pct"]), _pct3(st["util_mem_pct"]),
+                _n(st["mem_used_mib"].max), _pct3(st["power_w"]), limit,
+                _n(st["temp_c"].max),
+                _n(st["sm_clock_mhz"].avg_busy or st["sm_clock_mhz"].avg))
+    return table
+
+
+def _pct3(st: Any) -> str:
+    def one(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f}"
+
+    return f"{one(st.avg)}/{one(st.avg_busy)}/{one(st.max)}"
+
+
+def _unavailable(results: Sequence[tuple[str, BenchResult]], attr: str) -> list[str]:
+    """Why ``attr`` (gpu / server_metrics) is missing, when no level of any variant has it."""
+    reasons: dict[str, None] = {}
+    for _label, _res, lv in _rows(results):
+        value = getattr(lv, attr)
+        if value is not None and getattr(value, "available", False):
+            return []
+        reasons[getattr(value, "reason", None) or "not sampled"] = None
+    return list(reasons)
+
+
+def server_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
+    several = _several(results)
+    repeats = any(res.params.repeat > 1 for _, res in results)
+    table = _table("vLLM /metrics during the level (avg/max; counters over the level)",
+                   ["conc", "scrapes", "running", "waiting", "KV cache %", "prefix hit rate",
+                    "prefix hits/queries", "preemptions"], several)
+    for label, _res, lv in _rows(results):
+        sm = lv.server_metrics
+        name = _level_name(lv, repeats)
+        if sm is None or not getattr(sm, "available", False):
+            reason = getattr(sm, "reason", None) or "not scraped"
+            table.add_row(*([label] if several else []), name, "-",
+                          f"not available: {reason}", "", "", "", "", "")
+            continue
+        kv = sm.kv_cache_usage
+        table.add_row(
+            *([label] if several else []), name, str(sm.scrapes),
+            f"{_n(sm.running.avg)}/{_n(sm.running.max)}",
+            f"{_n(sm.waiting.avg)}/{_n(sm.waiting.max)}",
+            "-" if kv.avg is None else f"{_n(kv.avg * 100)}/{_n((kv.max or 0) * 100)}",
+            _pct(sm.prefix_cache_hit_rate),
+            "-" if sm.prefix_cache_queries is None
+            else f"{sm.prefix_cache_hits or 0:.0f}/{sm.prefix_cache_queries:.0f}",
+            _n(sm.preemptions))
+    return table
+
+
+def print_results(env: Environment, results: Sequence[tuple[str, BenchResult]]) -> None:
+    """Every table, then each level's errors and warnings."""
+    out = env.stdout
+    for label, res in results:
+        t = res.target
+        where = f" on host {t.host}" if t.host else ""
+        out.print(f"{label}: model {t.model or '?'}{where} via {t.url}; prompt "
+                  f"{res.params.prompt}, output {res.params.output_len} tokens"
+                  + (" (ignore EOS)" if res.params.ignore_eos else ""),
+                  markup=False, highlight=False, soft_wrap=True)
+    out.print()
+    for make in (decode_table, latency_table, throughput_table, steady_table):
+        out.print(make(results))
+        out.print()
+    for attr, make, what in (("gpu", gpu_table, "GPU"),
+                             ("server_metrics", server_table, "vLLM /metrics")):
+        missing = _unavailable(results, attr)
+        if missing:
+            out.print(f"{what}: not available — {'; '.join(missing)}", markup=False,
+                      highlight=False)
+        else:
+            out.print(make(results))
+        out.print()
+    for label, _res, lv in _rows(results):
+        prefix = f"{label} c={lv.concurrency}" + (f" #{lv.repeat + 1}" if lv.repeat else "")
+        if lv.partial:
+            out.print(f"{prefix}: partial — {lv.partial_reason or 'stopped early'}",
+                      markup=False, highlight=False)
+        if lv.errors:
+            listed = ", ".join(f"{n} × {reason}" for reason, n in lv.errors.items())
+            out.print(f"{prefix}: errors: {listed}", markup=False, highlight=False)
+        for w in lv.metrics.warnings:
+            out.print(f"{prefix}: warning: {w}", markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+def print_death(env: Environment, death: Any) -> None:
+    """The server died during a level: what its log says, and its last lines."""
+    err = env.stderr
+    verdict = (death.kind or "unknown").upper()
+    what = f"{verdict} {death.signature}" if death.signature else verdict
+    err.print(f"error: {death.variant} (pid {death.pid}) died during the level at "
+              f"concurrency {death.level}; its log says: {what}"
+              + (f" — {death.title}" if death.title else ""), markup=False, highlight=False)
+    if death.message:
+        err.print(f"  {death.message}", markup=False, highlight=False)
+    if death.remediation:
+        err.print(f"hint: {death.remediation}", markup=False, highlight=False)
+    if death.tail:
+        err.print(f"last lines of {death.log}:", markup=False, highlight=False)
+        for line in death.tail:
+            err.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+class LiveView:
+    """Live progress on stderr while a level runs: requests done, tokens/s now, elapsed.
+
+    On a terminal a rich ``Live`` line redrawn four times a second; otherwise (a pipe,
+    a CI log, the tests) one line per level when it ends, so logs stay readable.
+    """
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.live: Any = None
+        self.last: tuple[str, Any] | None = None
+
+    def __enter__(self) -> LiveView:
+        if self.env.stderr.is_terminal:
+            from rich.live import Live
+
+            self.live = Live("", console=self.env.stderr, refresh_per_second=4, transient=True)
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    @staticmethod
+    def text(label: str, p: Any, final: bool = False) -> str:
+        total = "?" if p.total is None else str(p.total)
+        errors = f", {p.errors} failed" if p.errors else ""
+        now = "" if final else f", {p.tokens_per_s_now:.1f} tok/s now"
+        return f"{label} c={p.concurrency}: {p.done}/{total} done{errors}{now}, {p.elapsed_s:.1f} s"
+
+    def progress(self, label: str, p: Any) -> None:
+        self.last = (label, p)
+        if self.live is not None:
+            from rich.text import Text
+
+            self.live.update(Text(self.text(label, p)))  # plain: no number highlighting
+
+    def note(self, text: str) -> None:
+        self.done()
+        self.env.stderr.print(text, markup=False, highlight=False)
+
+    def done(self) -> None:
+        """The level ended: its last progress as one line (off a terminal)."""
+        if self.last is not None and self.live is None:
+            self.env.stderr.print(self.text(*self.last, final=True), markup=False,
+                                  highlight=False)
+        self.last = None

@@ -1,0 +1,98 @@
+"""``variantctl runs``: the archived runs as a table, one run in full, and JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from variantctl.runs.run import RunFileError, RunRecord
+from variantctl.runs.store import RunDir
+
+#: facts shown in the listing (the full set is in ``runs show`` and the JSON)
+_FACTS = ("vllm_version", "engine", "attention_backend", "kv_cache_tokens")
+
+
+def summary_json(d: RunDir, rec: RunRecord | RunFileError) -> dict[str, Any]:
+    if isinstance(rec, RunFileError):
+        return {"run_id": d.run_id, "dir": str(d.path), "variant": d.variant,
+                "error": rec.to_json()["error"]}
+    facts = {k: rec.facts[k] for k in _FACTS if rec.facts.get(k) is not None}
+    config = rec.facts.get("config") or {}
+    for key in ("enforce_eager", "max_seq_len"):
+        if key in config:
+            facts[key] = config[key]
+    return {
+        "run_id": rec.run_id,
+        "key": rec.key,
+        "dir": str(d.path),
+        "variant": rec.variant_name,
+        "host": rec.host.get("name"),
+        "created_at": rec.created_at,
+        "verdict": rec.verdict.kind,
+        "signature": rec.verdict.signature,
+        "expect_ok": rec.expect_ok,
+        "time_to_ready_s": rec.timings.get("time_to_ready_s"),
+        "facts": facts,
+        "benchmarks": list(rec.benchmarks),
+    }
+
+
+def runs_table(rows: Sequence[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("RUN", "DATE", "VARIANT", "HOST", "VERDICT", "READY S", "FACTS"):
+        table.add_column(col, no_wrap=col in ("RUN", "DATE"))
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["run_id"], "", r["variant"], "", "unreadable",
+                          "", r["error"]["message"])
+            continue
+        verdict = r["verdict"] + (f" {r['signature']}" if r["signature"] else "")
+        if not r["expect_ok"]:
+            verdict += " (expect failed)"
+        ready = r["time_to_ready_s"]
+        facts = ", ".join(f"{k}={v}" for k, v in r["facts"].items())
+        table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["variant"],
+                      str(r["host"] or ""), verdict, "" if ready is None else f"{ready:.1f}",
+                      facts)
+    return table
+
+
+def run_lines(d: RunDir, rec: RunRecord) -> list[str]:
+    """One run, in full, as plain lines."""
+    v = rec.verdict
+    lines = [
+        f"run {rec.run_id}  ({d.path})",
+        f"variant {rec.variant_name} on {rec.host.get('name')}, created {rec.created_at}",
+        f"verdict {v.kind}" + (f" {v.signature}" if v.signature else "")
+        + (f" (phase: {v.phase})" if v.phase else ""),
+    ]
+    if v.message:
+        lines.append(f"  {v.message}")
+    lines += [f"  log:{e.line}: {e.text[:300]}" for e in v.evidence[:6]]
+    if v.remediation:
+        lines.append(f"  fix: {v.remediation}")
+    for m in rec.expect:
+        lines.append(f"expect FAIL {m.get('key')}: expected {m.get('expected')!r} "
+                     f"({m.get('source')}), log says {m.get('actual')!r}")
+    config = rec.facts.get("config") or {}
+    facts = {k: v for k, v in rec.facts.items() if k != "config" and v not in (None, {}, [])}
+    if facts:
+        lines.append("facts: " + ", ".join(f"{k}={val}" for k, val in facts.items()))
+    if config:
+        lines.append("config: " + ", ".join(f"{k}={val}" for k, val in config.items()))
+    for name, p in rec.patches.items():
+        roots = ", ".join(f"{r}: {s}" for r, s in (p.get("roots") or {}).items())
+        lines.append(f"patch {name}: {roots}")
+    origins = rec.variant.get("origins") or {}
+    derived = {k: o for k, o in origins.items() if not str(o).endswith(tuple("0123456789"))}
+    if derived:
+        lines.append("derived values: " + ", ".join(f"{k} ({o})" for k, o in derived.items()))
+    ready = rec.timings.get("time_to_ready_s")
+    if ready is not None:
+        lines.append(f"ready after {ready:.1f} s")
+    lines += [f"benchmark {b}" for b in rec.benchmarks]
+    if rec.log_file:
+        lines.append(f"log {d.path / rec.log_file}")
+    return lines

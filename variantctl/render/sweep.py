@@ -1,0 +1,125 @@
+"""Sweep output: the plan table, progress lines, the result table, JSON (returns, never
+prints)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from variantctl.render.output import Block, text
+from variantctl.sweeps.plan import Plan, PlannedPoint
+
+
+def duration(seconds: float | None) -> str:
+    """``42s``, ``3m10s``, ``1h05m``."""
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def _prediction(p: PlannedPoint) -> str:
+    if p.skip is not None:
+        sig = f" {p.skip.signature}" if p.skip.signature else ""
+        if p.skip.reason == "history":
+            return f"skip: failed before (run {p.skip.run_id}){sig}"
+        what = "run anyway: predicted" if p.run else "skip: predicted"
+        return f"{what} by {p.skip.rule}{sig}"
+    warnings = [f.rule for f in p.findings if f.severity == "warning"]
+    return "run" + (f" (warning: {', '.join(warnings)})" if warnings else "")
+
+
+def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("#", "POINT", "HOST", "VALUES", "PLAN", "ETA"):
+        table.add_column(col, no_wrap=col in ("#", "POINT", "ETA"))
+    for p in plan.points:
+        eta = duration(p.eta_startup_s) + ("" if p.eta_bench_s is not None else "+bench")
+        if p.eta_bench_s is not None:
+            eta = duration(p.eta_s)
+        table.add_row(str(p.point.index), p.name, p.host, p.point.label(), _prediction(p),
+                      eta if p.run else "")
+    n_run = len(plan.to_run)
+    head = (f"sweep {plan.spec.name} ({plan.spec.source}): {len(plan.points)} points, "
+            f"{n_run} to run, {len(plan.points) - n_run} skipped, on "
+            f"{', '.join(plan.hosts) or 'no host'}")
+    blocks = [text(head), Block(table)]
+    tail = f"ETA {duration(plan.eta_s)} (startup from past runs; hosts in parallel)"
+    if any(p.run and p.eta_bench_s is None for p in plan.points):
+        tail += ", plus benchmark time not measured before"
+    blocks.append(text(tail))
+    if dry_run:
+        blocks.append(text("dry run: nothing launched (the plan needs no connection)", err=True))
+    return blocks
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "sweep": plan.spec.name, "source": plan.spec.source, "hosts": list(plan.hosts),
+        "eta_s": round(plan.eta_s, 1),
+        "points": [{
+            "index": p.point.index, "name": p.name, "base": p.point.base, "host": p.host,
+            "values": dict(p.point.values), "point_key": p.point_key, "run": p.run,
+            "skip": p.skip.to_json() if p.skip else None,
+            "findings": [f.to_dict() for f in p.findings],
+            "eta_s": round(p.eta_s, 1), "eta_source": p.eta_source,
+            "bench_eta_known": p.eta_bench_s is not None,
+        } for p in plan.points],
+    }
+
+
+def progress_line(host: str, i: int, n: int, point: PlannedPoint, phase: str, detail: str,
+                  eta_s: float | None) -> str:
+    """``[cpu 2/4] cpu-eager@cpu-smoke-02 bench random c=2  ETA 1m20s``"""
+    extra = f" {detail}" if detail else ""
+    eta = f"  ETA {duration(eta_s)}" if eta_s is not None else ""
+    return f"[{host} {i}/{n}] {point.name} {phase}{extra}{eta}"
+
+
+def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S", "NOTE"):
+        table.add_column(col, no_wrap=col in ("#", "POINT", "RUN"))
+    for e in doc.get("points", ()):
+        t = e.get("timings") or {}
+        note = e.get("message") or ""
+        if e.get("status") == "skipped" and e.get("skip"):
+            sk = e["skip"]
+            note = (f"{sk['reason']}: {sk.get('signature') or ''} "
+                    f"{sk.get('run_id') or sk.get('rule') or ''}").strip()
+        elif e.get("signature"):
+            note = f"{e['signature']}: {note}" if note else e["signature"]
+        if e.get("stopped_early"):
+            note = (note + "; " if note else "") + f"stopped: {e['stopped_early']['reason']}"
+        if e.get("resumed"):
+            note = (note + "; " if note else "") + "from an earlier run"
+        table.add_row(str(e["index"]), e["name"], e["host"], e["status"], e.get("run_id") or "",
+                      _num(t.get("time_to_ready_s")), _num(t.get("bench_s")), note)
+    counts: dict[str, int] = {}
+    for e in doc.get("points", ()):
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    return [Block(table), text(f"sweep {doc.get('sweep')} {doc.get('status')}: {summary}"),
+            text(f"state: {path}", err=True)]
+
+
+def _num(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else ""
+
+
+def host_error_blocks(errors: Sequence[tuple[str, Any]]) -> list[Block]:
+    out = []
+    for host, exc in errors:
+        out.append(Block(f"error: {host}: {exc.message}", err=True, markup=False,
+                         highlight=False))
+        if exc.hint:
+            out.append(Block(f"hint: {exc.hint}", err=True, markup=False, highlight=False))
+    return out

@@ -1,0 +1,238 @@
+"""Two runs side by side: metric deltas next to what differs between them (PURE).
+
+The first seed's "full parser vs parser-off" table: per concurrency, each metric of
+A and B, the difference (absolute and %) and, with repeats, each side's spread —
+beside the configuration, patch, host/environment, engine-fact and benchmark-parameter
+differences (deepdiff, as :mod:`variantctl.variants.diff` finds variant differences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from variantctl.bench.model import BenchResult
+from variantctl.report.model import RunInput
+from variantctl.report.series import METRICS, Figure, points_of
+from variantctl.variants.diff import UNSET, format_value
+
+#: the metrics compare shows, in order
+COMPARED = ("success", "ttft_p90", "tps_p10", "tps_p50", "agg_tps", "tpot_mean", "e2el_p90")
+#: resolved-variant fields that name or describe a run rather than decide it
+_NOT_CONFIG = frozenset({"name", "description", "parents", "ancestors", "source", "tags",
+                         "origins", "log"})
+#: bench parameters that shape the ladder rather than each level
+_LADDER = frozenset({"concurrency", "repeat"})
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    concurrency: int
+    metric: str
+    a: Figure | None
+    b: Figure | None
+
+    @property
+    def heading(self) -> str:
+        return METRICS[self.metric][0]
+
+    @property
+    def unit(self) -> str:
+        return METRICS[self.metric][1]
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b.mean - self.a.mean
+
+    @property
+    def pct(self) -> float | None:
+        d = self.delta
+        if d is None or self.a is None or self.a.mean == 0:
+            return None
+        return 100.0 * d / abs(self.a.mean)
+
+    @property
+    def better(self) -> bool | None:
+        """Whether B is better than A on this metric (None: equal or unknown)."""
+        d = self.delta
+        if d is None or d == 0:
+            return None
+        return (d > 0) == METRICS[self.metric][3]
+
+    def to_json(self) -> dict[str, Any]:
+        def fig(f: Figure | None) -> dict[str, Any] | None:
+            return None if f is None else {"mean": f.mean, "min": f.lo, "max": f.hi, "n": f.n}
+
+        return {"concurrency": self.concurrency, "metric": self.metric,
+                "heading": self.heading, "unit": self.unit, "a": fig(self.a), "b": fig(self.b),
+                "delta": self.delta, "pct": self.pct, "b_better": self.better}
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """One setting that differs: ``group`` (args, env, patches, host, facts, bench, …)."""
+
+    group: str
+    key: str
+    a: Any
+    b: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.group, "key": self.key,
+                "a": None if self.a is UNSET else self.a, "b": None if self.b is UNSET else self.b,
+                "a_text": format_value(self.a), "b_text": format_value(self.b)}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunInput
+    b: RunInput
+    #: the bench files compared on each side (several: repeats of the same parameters)
+    a_files: tuple[str, ...]
+    b_files: tuple[str, ...]
+    metrics: tuple[MetricDelta, ...]
+    changes: tuple[SettingChange, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        def side(r: RunInput, files: tuple[str, ...]) -> dict[str, Any]:
+            return {"run_id": r.run_id, "variant": r.record.variant_name,
+                    "host": r.record.host.get("name"), "verdict": r.record.verdict.kind,
+                    "benchmarks": list(files)}
+
+        return {"a": side(self.a, self.a_files), "b": side(self.b, self.b_files),
+                "metrics": [m.to_json() for m in self.metrics],
+                "changes": [c.to_json() for c in self.changes], "notes": list(self.notes)}
+
+
+def _shape(result: BenchResult) -> dict[str, Any]:
+    """What a level sends: the bench parameters without the ladder's shape."""
+    return {k: v for k, v in result.params.to_json().items() if k not in _LADDER}
+
+
+def pick(a: RunInput, b: RunInput) -> tuple[list[tuple[str, BenchResult]],
+                                            list[tuple[str, BenchResult]], list[str]]:
+    """The benchmarks to compare: A's latest, every A and B result sent the same way
+    (pooled as repeats) and, when B has none alike, B's latest with a note."""
+    notes: list[str] = []
+    if not a.results or not b.results:
+        for r in (a, b):
+            if not r.results:
+                notes.append(f"run {r.run_id} has no benchmark: only settings are compared")
+        return list(a.results), list(b.results), notes
+    shape = _shape(a.results[-1][1])
+    a_sel = [(f, r) for f, r in a.results if _shape(r) == shape]
+    b_sel = [(f, r) for f, r in b.results if _shape(r) == shape]
+    if not b_sel:
+        b_sel = [b.results[-1]]
+        notes.append("the two runs were benchmarked with different parameters "
+                     "(see 'bench' below): the deltas compare unlike loads")
+    return a_sel, b_sel, notes
+
+
+def metric_deltas(a: Sequence[BenchResult], b: Sequence[BenchResult]) -> list[MetricDelta]:
+    """Per concurrency both sides measured (A's ladder order), each compared metric."""
+    pa = {p.concurrency: p for p in points_of([lv for r in a for lv in r.levels])}
+    pb = {p.concurrency: p for p in points_of([lv for r in b for lv in r.levels])}
+    out = []
+    for c in [c for c in pa if c in pb]:
+        for m in COMPARED:
+            get = METRICS[m][2]
+            out.append(MetricDelta(c, m, pa[c].fig(get), pb[c].fig(get)))
+    return out
+
+
+def _view(run: RunInput) -> dict[str, Any]:
+    return {k: v for k, v in _plain(run.record.variant).items() if k not in _NOT_CONFIG}
+
+
+def _plain(value: Any) -> Any:
+    """Frozen mappings/tuples as dicts/lists, which deepdiff compares by content."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _patches(run: RunInput) -> dict[str, Any]:
+    """patchset -> {root: state}: what a patch did on each copy of the module."""
+    out: dict[str, Any] = {}
+    for name, info in _plain(run.record.patches).items():
+        roots = info.get("roots") if isinstance(info, dict) else None
+        out[name] = roots if isinstance(roots, dict) else info
+    return out
+
+
+def _facts(run: RunInput) -> dict[str, Any]:
+    facts: dict[str, Any] = _plain(run.record.facts)
+    config = facts.pop("config", None)
+    if isinstance(config, dict):  # the engine config line, key by key
+        facts.update({f"config.{k}": v for k, v in config.items()})
+    return facts
+
+
+def changes_in(group: str, a: Mapping[str, Any], b: Mapping[str, Any],
+               keyed: frozenset[str] = frozenset()) -> list[SettingChange]:
+    """Every top-level setting that differs between ``a`` and ``b`` (deepdiff), a key of
+    a ``keyed`` section (``args``, ``env``) as a setting of its own."""
+    from deepdiff import DeepDiff
+
+    tree = DeepDiff(dict(a), dict(b), view="tree")
+    seen: list[tuple[str, ...]] = []
+    for levels in tree.values():
+        for level in levels:
+            path = [str(x) for x in level.path(output_format="list")]
+            if not path:
+                continue
+            if path[0] in keyed and len(path) == 1:
+                # a whole section appeared or emptied: every key of it changed
+                keys = {*(_keys(a.get(path[0]))), *(_keys(b.get(path[0])))}
+                seen += [(path[0], k) for k in sorted(keys) if (path[0], k) not in seen]
+                continue
+            key = tuple(path[:2]) if path[0] in keyed else (path[0],)
+            if key not in seen:
+                seen.append(key)
+    out = []
+    for key in sorted(seen):
+        va, vb = _at(a, key), _at(b, key)
+        if va != vb or type(va) is not type(vb):
+            sub = group if len(key) == 1 else key[0]
+            out.append(SettingChange(sub, key[-1], va, vb))
+    return out
+
+
+def _keys(section: Any) -> list[str]:
+    return [str(k) for k in section] if isinstance(section, Mapping) else []
+
+
+def _at(data: Mapping[str, Any], key: tuple[str, ...]) -> Any:
+    value: Any = data
+    for part in key:
+        if not isinstance(value, Mapping) or part not in value:
+            return UNSET
+        value = value[part]
+    return value
+
+
+def compare(a: RunInput, b: RunInput) -> Comparison:
+    a_sel, b_sel, notes = pick(a, b)
+    changes = [
+        *changes_in("config", _view(a), _view(b), frozenset({"args", "env", "expect",
+                                                             "startup", "vendor"})),
+        *changes_in("patches", _patches(a), _patches(b)),
+        # host.env is the environment too, but set on the host: named apart from env
+        *(SettingChange("host.env" if c.group == "env" else c.group, c.key, c.a, c.b)
+          for c in changes_in("host", _plain(a.record.host), _plain(b.record.host),
+                              frozenset({"env"}))),
+        *changes_in("facts", _facts(a), _facts(b)),
+    ]
+    if a_sel and b_sel:
+        changes += changes_in("bench", _shape(a_sel[-1][1]), _shape(b_sel[-1][1]))
+    if a.record.verdict.kind != b.record.verdict.kind:
+        changes.insert(0, SettingChange("verdict", "verdict", a.record.verdict.kind,
+                                        b.record.verdict.kind))
+    return Comparison(a, b, tuple(f for f, _ in a_sel), tuple(f for f, _ in b_sel),
+                      tuple(metric_deltas([r for _, r in a_sel], [r for _, r in b_sel])),
+                      tuple(changes), tuple(notes))

@@ -1,0 +1,176 @@
+"""The seeds' tables, as plain values: headings and rows of text (PURE).
+
+Every table here is what the seeds' worklogs wrote by hand: per point success,
+TTFT P90, Output TPS P10/P50 and aggregate TPS; the concurrency curve; hardware
+(per GPU avg/max utilisation, memory, power); the steady-state window; failures
+and skipped points with signature, evidence and remediation. Markdown, HTML and
+the terminal render the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from variantctl.report.model import PlannedSkip, RunInput
+from variantctl.report.series import METRICS, Figure, Series
+
+#: verdicts that mean the server came up (a benchmark could run)
+UP = frozenset({"ready", "started"})
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    #: a line under the table (units, what "not available" means)
+    note: str = ""
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    """A figure as the tables print it: ``–`` for none, thousands unseparated."""
+    if value is None:
+        return "–"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.{digits}f}"
+
+
+def fig_text(f: Figure | None, digits: int = 2, scale: float = 1.0) -> str:
+    """Mean, and ``(min–max)`` when there were repeats that differ."""
+    if f is None:
+        return "–"
+    text = num(f.mean * scale, digits)
+    if f.n > 1 and f.spread > 0:
+        text += f" ({num(f.lo * scale, digits)}–{num(f.hi * scale, digits)})"
+    return text
+
+
+def runs_table(runs: Sequence[RunInput]) -> Table:
+    """Which runs the report covers: id, variant, host, verdict, startup time, benchmarks."""
+    rows = []
+    for r in runs:
+        rec = r.record
+        v = rec.verdict
+        verdict = v.kind + (f" {v.signature}" if v.signature else "")
+        ready = rec.timings.get("time_to_ready_s")
+        rows.append((r.name, rec.run_id, str(rec.host.get("name") or ""), verdict,
+                     num(ready, 1) if isinstance(ready, (int, float)) else "–",
+                     str(len(r.results))))
+    return Table("Runs", ("point", "run", "host", "verdict", "ready s", "benchmarks"),
+                 tuple(rows))
+
+
+def points_table(series: Sequence[Series]) -> Table:
+    """The first seed's table: one row per point and concurrency."""
+    rows = []
+    for s in series:
+        for p in s.points:
+            total = p.completed + p.failed
+            rows.append((
+                s.label, str(p.concurrency), f"{p.completed}/{total}",
+                fig_text(p.fig(METRICS["success"][2]), 0),
+                fig_text(p.fig(METRICS["ttft_p90"][2]), 2, 1e-3),
+                fig_text(p.fig(METRICS["tps_p10"][2])),
+                fig_text(p.fig(METRICS["tps_p50"][2])),
+                fig_text(p.fig(METRICS["agg_tps"][2])),
+                fig_text(p.fig(METRICS["tpot_mean"][2]), 1),
+                "partial" if p.partial else "",
+            ))
+    return Table(
+        "Per point",
+        ("point", "c", "ok", "success %", "TTFT P90 s", "Output TPS P10", "Output TPS P50",
+         "aggregate TPS", "TPOT ms", ""),
+        tuple(rows),
+        note="Output TPS is per request (output tokens / (E2EL − TTFT)); aggregate TPS is "
+             "output tokens / benchmark duration. With repeats: mean (min–max).",
+    )
+
+
+def curve_table(series: Sequence[Series], metric: str = "agg_tps") -> Table:
+    """The concurrency curve: one row per concurrency, one column per series."""
+    heading, unit, get, _ = METRICS[metric]
+    levels = sorted({p.concurrency for s in series for p in s.points})
+    rows = []
+    for c in levels:
+        row = [str(c)]
+        for s in series:
+            point = next((p for p in s.points if p.concurrency == c), None)
+            row.append(fig_text(point.fig(get)) if point else "")
+        rows.append(tuple(row))
+    return Table(f"Concurrency curve: {heading} ({unit})",
+                 ("c", *(s.label for s in series)), tuple(rows))
+
+
+def hardware_table(series: Sequence[Series]) -> Table:
+    """Per GPU and point: utilisation, memory and power (avg / max), or why not sampled."""
+    rows = []
+    for s in series:
+        for p in s.points:
+            gpus = p.gpus
+            if not gpus:
+                rows.append((s.label, str(p.concurrency), "–",
+                             f"not available ({p.gpu_reason})", "", ""))
+                continue
+            for g in gpus:
+                mem = f"{num(g.mem_avg, 0)} / {num(g.mem_max, 0)}"
+                if g.mem_total:
+                    mem += f" of {num(g.mem_total, 0)}"
+                power = f"{num(g.power_avg, 1)} / {num(g.power_max, 1)}"
+                if g.power_limit:
+                    power += f" of {num(g.power_limit, 0)}"
+                rows.append((s.label, str(p.concurrency), str(g.index),
+                             f"{num(g.util_avg, 1)} / {num(g.util_max, 1)}", mem, power))
+    return Table("Hardware", ("point", "c", "GPU", "util % avg / max", "memory MiB avg / max",
+                              "power W avg / max"), tuple(rows),
+                 note="Sampled once a second during each level (nvidia-smi / ixsmi).")
+
+
+def steady_table(series: Sequence[Series]) -> Table:
+    """The second seed's steady-state window (in-flight ≥ ⌈0.95 × c⌉) per point."""
+    rows = []
+    for s in series:
+        for p in s.points:
+            st = next((lv.metrics.steady for lv in p.levels if lv.metrics.steady), None)
+            if st is None:
+                rows.append((s.label, str(p.concurrency), "no window", "", "", "", "", ""))
+                continue
+            rows.append((s.label, str(p.concurrency), num(st.duration_s, 1),
+                         f"{st.requests_started}/{st.requests_completed}",
+                         num(st.output_throughput), num(st.ttft_ms.p90 / 1000.0),
+                         num(st.tpot_ms.mean, 1), "short" if st.short else ""))
+    return Table("Steady state", ("point", "c", "window s", "started/completed",
+                                  "TPS", "TTFT P90 s", "TPOT ms", ""), tuple(rows),
+                 note="Only the time when in-flight requests ≥ ⌈0.95 × concurrency⌉; "
+                      "'short': under max(10 s, 10 % of the level).")
+
+
+def failures_table(runs: Sequence[RunInput], skips: Sequence[PlannedSkip]) -> Table:
+    """Runs that did not come up, and points a sweep skipped, with the why and the fix."""
+    rows = []
+    for r in runs:
+        v = r.record.verdict
+        if v.kind in UP:
+            continue
+        evidence = next((f"log:{e.line}: {e.text}" for e in v.evidence), "")
+        if not evidence and v.last_lines:
+            evidence = v.last_lines[-1]
+        rows.append((r.name, f"{v.kind} ({r.run_id})", v.signature or "–",
+                     _short(evidence), _short(v.remediation or v.message)))
+    for s in skips:
+        how = ("predicted" + (f" by {s.rule}" if s.rule else "")) if s.reason == "predicted" \
+            else f"skipped: failed before ({s.run_id})" if s.run_id else s.reason
+        rows.append((s.point, how, s.signature or "–", _short(s.evidence or s.message),
+                     _short(s.remediation)))
+    return Table("Failures and skipped points",
+                 ("point", "outcome", "signature", "evidence", "remediation"), tuple(rows))
+
+
+def _short(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def has_gpu_data(series: Sequence[Series]) -> bool:
+    return any(p.gpus for s in series for p in s.points)

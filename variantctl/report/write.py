@@ -1,0 +1,120 @@
+"""The report command's effectful half: gather the input, draw, write the files.
+
+Kept out of the CLI module so the command stays thin; kept out of the pure modules
+because it reads the run store and the project's hosts and writes files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from variantctl.env import Environment
+from variantctl.errors import NotFoundError, VariantctlError
+from variantctl.report.model import PlannedSkip, ReportInput, RunInput
+from variantctl.runs.record import safe_name, stamp_of
+from variantctl.runs.store import RunStore, write_local_atomic
+
+
+def _remediation(signature: str) -> str:
+    from variantctl.config.catalog import default_catalog
+
+    sig = default_catalog().get(signature)
+    return sig.remediation if sig is not None else ""
+
+
+def gather(env: Environment, sources: Sequence[str], title: str | None
+           ) -> tuple[ReportInput, str]:
+    """The report's input from sweep names/state files and run ids, and a name for it.
+
+    A source is a sweep when ``runs/sweeps/<it>.json`` (or the path itself) is a state
+    file, else a run id or unique prefix; one that is neither is an error (exit 2).
+    """
+    from variantctl.config.hosts import load_hosts
+    from variantctl.report.load import (
+        load_run,
+        load_sweep,
+        model_shapes,
+        peaks_of,
+        sweep_state_path,
+    )
+
+    store = RunStore(env.runs_dir)
+    runs: list[RunInput] = []
+    skips: list[PlannedSkip] = []
+    sweeps: list[str] = []
+    for src in sources:
+        state = sweep_state_path(env.runs_dir, src)
+        if state is not None:
+            name, sweep_runs, sweep_skips = load_sweep(store, state, _remediation)
+            sweeps.append(name)
+            runs += sweep_runs
+            skips += sweep_skips
+            continue
+        if not any(d.run_id.startswith(src) for d in store.dirs()) or not src:
+            raise NotFoundError(
+                f"{src!r} is neither a sweep (no {env.runs_dir / 'sweeps' / (src + '.json')})"
+                f" nor a run in {store.root}",
+                hint="variantctl runs lists the runs; a sweep writes its state file when "
+                     "it starts")
+        runs.append(load_run(store, src))
+    seen: set[str] = set()
+    unique = []
+    for r in runs:  # a run named twice (or by two sweeps) is reported once
+        if r.run_id not in seen:
+            seen.add(r.run_id)
+            unique.append(r)
+    hosts = load_hosts(env.project_dir)
+    names = {str(r.record.host.get("name")) for r in unique}
+    peaks = peaks_of({h: hosts[h].gpu for h in names if h in hosts})
+    name = sweeps[0] if len(sweeps) == 1 else (
+        unique[0].record.variant_name if len(unique) == 1 else "runs")
+    data = ReportInput(
+        title=title or (f"Sweep {sweeps[0]}" if len(sweeps) == 1 else
+                        "Sweeps " + ", ".join(sweeps) if sweeps else "Runs"),
+        runs=tuple(unique), skips=tuple(skips), sweep=", ".join(sweeps) or None,
+        peaks=peaks, models=model_shapes(unique),
+        created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"))
+    return data, name
+
+
+def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None,
+                 name: str) -> list[Path]:
+    """Write the report into ``out``; the report file first, then the plots written."""
+    from variantctl.report.build import build
+
+    doc = build(data)
+    try:
+        from variantctl.report.plots import render_png
+
+        images = {p.name: render_png(p) for p in doc.plots if p.lines}
+    except ImportError as exc:  # matplotlib is a dependency; a broken install says so
+        raise VariantctlError(f"cannot draw the plots: {exc}",
+                              hint="pip install matplotlib (variantctl's dependency)") from None
+    out = out.expanduser() if out is not None else \
+        env.project() / "reports" / f"{safe_name(name)}-{stamp_of(env.now())}"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise VariantctlError(f"{out}: cannot create the report directory ({exc.strerror})",
+                              where=str(out)) from None
+    written: list[Path] = []
+    try:
+        if fmt == "html":
+            from variantctl.report.html import render_html
+
+            path = out / "report.html"
+            write_local_atomic(path, render_html(doc, images).encode())
+            return [path]
+        from variantctl.report.markdown import render_markdown
+
+        # plots first: a report.md never links to a PNG that is not there
+        for image_name, png in images.items():
+            write_local_atomic(out / image_name, png)
+            written.append(out / image_name)
+        path = out / "report.md"
+        write_local_atomic(path, render_markdown(doc).encode())
+    except OSError as exc:
+        raise VariantctlError(f"{out}: cannot write the report ({exc})", where=str(out)) \
+            from None
+    return [path, *written]

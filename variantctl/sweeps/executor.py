@@ -1,0 +1,371 @@
+"""Running a sweep's points: launch, warm up, bench the ladder, stop (effectful).
+
+The per-point work is behind :class:`PointRunner` (``run_point(point) -> PointOutcome``):
+:class:`TargetPointRunner` runs a point over an open Target (this machine or SSH); a
+SLURM runner can submit the same point as a job. :func:`run_sweep` drives one thread per
+host (one server per host at a time, hosts in parallel, one failing host does not stop
+the others), writes every phase to the state file and stops the current servers when
+interrupted (Ctrl-C), leaving a state ``--resume`` continues from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from variantctl.bench.model import BenchResult, LevelResult
+from variantctl.bench.params import BenchParams
+from variantctl.config.hosts import Host
+from variantctl.errors import VariantctlError
+from variantctl.launch.core import LaunchContext, LaunchOptions, LaunchResult, launch_variant
+from variantctl.launch.servers import layout_for, list_records, stop_server
+from variantctl.launch.watch import Progress
+from variantctl.runs.record import ServerRecord
+from variantctl.sweeps.model import SweepSpec, sweep_of_name
+from variantctl.sweeps.plan import PREDICTED, Plan, PlannedPoint
+from variantctl.sweeps.state import DONE, SweepState
+from variantctl.sweeps.stoprules import stop_reason
+from variantctl.targets.base import Target
+
+#: seconds between looks at the interrupt flag while a level runs
+POLL_S = 0.2
+
+
+class Interrupted(Exception):
+    """The sweep was asked to stop (Ctrl-C); raised inside a point to unwind it.
+
+    An Exception, not a BaseException, on purpose: ``launch_variant`` stops the server
+    it started on any exception before re-raising."""
+
+
+@dataclass(frozen=True)
+class PointOutcome:
+    """How one point ended (the state file's entry is built from it)."""
+
+    status: str  # measured | failed | interrupted | error
+    run_id: str | None = None
+    run_dir: str | None = None
+    verdict: str | None = None
+    signature: str | None = None
+    message: str = ""
+    benchmarks: tuple[str, ...] = ()
+    stopped_early: Mapping[str, Any] | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+class PointRunner(Protocol):
+    """Runs one planned point to its outcome (never raises for a per-point failure)."""
+
+    def run_point(self, point: PlannedPoint) -> PointOutcome: ...
+
+
+class SweepUI(Protocol):
+    def phase(self, point: PlannedPoint, phase: str, detail: str = "") -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+@dataclass
+class _PointUI:
+    """The launch's UI for one point: forwards notes, and unwinds on interrupt."""
+
+    ui: SweepUI
+    point: PlannedPoint
+    stop: threading.Event
+
+    def note(self, text: str) -> None:
+        self.ui.note(f"{self.point.name}: {text}")
+
+    def progress(self, progress: Progress) -> None:
+        if self.stop.is_set():
+            raise Interrupted("interrupted during the start")
+
+    def decided(self, result: LaunchResult) -> None:
+        return None
+
+
+class TargetPointRunner:
+    """A point on an open Target: launch, bench every prompt set, stop."""
+
+    def __init__(self, target: Target, host: Host, spec: SweepSpec, ctx: LaunchContext, *,
+                 ui: SweepUI, stop: threading.Event, include_predicted: bool = False,
+                 grace: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.target, self.host, self.spec, self.ctx = target, host, spec, ctx
+        self.ui, self.stop, self.grace, self.clock = ui, stop, grace, clock
+        self.include_predicted = include_predicted
+
+    def run_point(self, point: PlannedPoint) -> PointOutcome:
+        t0 = self.clock()
+        forced = point.skip is not None and point.skip.reason == PREDICTED
+        # keep=False: a ready server stays up anyway; a failed, hung or interrupted start
+        # is stopped by the launch itself
+        opts = LaunchOptions(apply_patches=True, force=forced, keep=False, grace=self.grace,
+                             key_extra={"bench": self.spec.bench_json()})
+        self.ui.phase(point, "launch")
+        try:
+            result = launch_variant(self.target, self.host, point.variant, opts, self.ctx,
+                                    _PointUI(self.ui, point, self.stop))
+        except Interrupted:
+            self._stop_recorded(point)
+            return PointOutcome("interrupted", message="interrupted during the start",
+                                timings={"total_s": round(self.clock() - t0, 3)})
+        except VariantctlError as exc:
+            self._stop_recorded(point)
+            return PointOutcome("error", message=exc.message,
+                                timings={"total_s": round(self.clock() - t0, 3)})
+        t_ready = self.clock()
+        base = _outcome_of(result)
+        ttr = result.outcome.time_to_verdict if result.outcome else 0.0
+        if result.verdict != "ready" or result.record is None:
+            return dataclasses.replace(base, status="failed", timings={
+                "launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
+                "total_s": round(self.clock() - t0, 3), "overhead_s": 0.0})
+        record = result.record
+        bench_s = 0.0
+        names: list[str] = []
+        stopped_early: dict[str, Any] | None = None
+        status, message = "measured", ""
+        try:
+            self.ui.phase(point, "bench")
+            for params in self.spec.bench:
+                bench, measured_s, early, death = self._ladder(point, record, params)
+                bench_s += measured_s
+                if bench is not None and result.run_dir is not None:
+                    data = bench.to_json()
+                    if death is not None:
+                        data["server_death"] = death
+                    path = self.ctx.runs.attach_benchmark(result.run_dir, data, self.ctx.now())
+                    names.append(path.name)
+                if early is not None and stopped_early is None:
+                    stopped_early = early
+                if death is not None:
+                    status = "failed"
+                    message = (f"the server died during the benchmark at concurrency "
+                               f"{death.get('level')}: {death.get('signature') or 'see its log'}")
+                    break
+        except Interrupted:
+            status, message = "interrupted", "interrupted during the benchmark"
+        except VariantctlError as exc:
+            status, message = "error", exc.message
+        finally:
+            self.ui.phase(point, "stop")
+            stopped = stop_server(self.target, layout_for(self.target, self.host), record,
+                                  grace=self.grace, python=self.host.python)
+            if not stopped.ok:
+                status = "error"
+                message = (message + "; " if message else "") + (
+                    f"could not stop {record.variant} (pid {record.pid}): still running "
+                    f"{list(stopped.result.remaining)}")
+        total = self.clock() - t0
+        return dataclasses.replace(
+            base, status=status, message=message or base.message, benchmarks=tuple(names),
+            stopped_early=stopped_early,
+            timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
+                     "bench_s": round(bench_s, 3), "total_s": round(total, 3),
+                     "overhead_s": round(max(0.0, total - ttr - bench_s), 3)})
+
+    def _stop_recorded(self, point: PlannedPoint) -> None:
+        """After a start that raised: stop the point's server if one is still recorded
+        (the launch stops it itself; this covers a connection that failed meanwhile)."""
+        from variantctl.launch.servers import load_record
+
+        with contextlib.suppress(VariantctlError):
+            layout = layout_for(self.target, self.host)
+            record = load_record(self.target, layout, point.name)
+            if record is not None:
+                stop_server(self.target, layout, record, grace=self.grace,
+                            python=self.host.python)
+
+    def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams
+                ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
+        """One prompt set's ladder, level by level (stop rules and prefix-cache resets
+        between levels). Returns (merged result, measured seconds, stopped early, death)."""
+        from variantctl.bench.session import Measurement, measure, reach
+
+        levels: list[LevelResult] = []
+        first: BenchResult | None = None
+        measured = 0.0
+        early: dict[str, Any] | None = None
+        death: dict[str, Any] | None = None
+        with reach(self.target, record.port) as base_url:
+            for i, concurrency in enumerate(params.concurrency):
+                if i:
+                    _reset_prefix_cache(base_url)
+                one = dataclasses.replace(params, concurrency=(concurrency,))
+                self.ui.phase(point, "bench", f"{params.prompt} c={concurrency}")
+                m = Measurement(label=point.name, base_url=base_url, params=one,
+                                target=self.target, host=self.host, record=record)
+                outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
+                first = first or outcome.result
+                for lv in outcome.result.levels:
+                    measured += lv.metrics.duration_s + (lv.warmup.duration_s
+                                                         if lv.warmup else 0.0)
+                levels.extend(outcome.result.levels)
+                if outcome.death is not None:
+                    death = outcome.death.to_json()
+                    break
+                reason = (stop_reason(self.spec.stop, outcome.result.levels[-1].metrics)
+                          if outcome.result.levels else "no level was measured")
+                if reason is not None:
+                    early = {"prompt": params.prompt, "concurrency": concurrency,
+                             "reason": reason}
+                    break
+        if first is None:
+            return None, measured, early, death
+        done = tuple(lv.concurrency for lv in levels)
+        merged = BenchResult(params=dataclasses.replace(first.params, concurrency=tuple(
+            dict.fromkeys(done)) or params.concurrency), target=first.target,
+            started_at=first.started_at, levels=tuple(levels))
+        return merged, measured, early, death
+
+
+def _outcome_of(result: LaunchResult) -> PointOutcome:
+    decision = result.outcome.decision if result.outcome else None
+    return PointOutcome(
+        status="failed", run_id=result.run_id,
+        run_dir=str(result.run_dir) if result.run_dir else None, verdict=result.verdict,
+        signature=decision.signature if decision else None,
+        message=(decision.message or decision.title) if decision else "")
+
+
+def _run_guarded(coro: Any, stop: threading.Event) -> Any:
+    """``asyncio.run(coro)`` that is cancelled when ``stop`` is set (from another thread,
+    or the main thread's Ctrl-C): the bench's own SIGINT handler works only there."""
+
+    async def guarded() -> Any:
+        task = asyncio.ensure_future(coro)
+        while not task.done():
+            if stop.is_set():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise Interrupted("interrupted during the benchmark")
+            await asyncio.wait({task}, timeout=POLL_S)
+        return task.result()
+
+    return asyncio.run(guarded())
+
+
+def _reset_prefix_cache(base_url: str) -> bool:
+    """``POST /reset_prefix_cache`` (vLLM's dev endpoint): True when the server did it;
+    a server without it (404/405) is fine, the next level just starts warm."""
+    req = urllib.request.Request(f"{base_url}/reset_prefix_cache", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return bool(200 <= resp.status < 300)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+# -- the sweep ---------------------------------------------------------------------
+
+
+def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.0
+                   ) -> list[str]:
+    """Stop every server of ``sweep`` recorded on the host (a variantctl killed mid-point
+    leaves one): the names stopped. Other variants' servers are left alone."""
+    layout = layout_for(target, host)
+    stopped = []
+    for rec in list_records(target, layout):
+        owner = sweep_of_name(rec.variant)
+        if owner is None or owner[0] != sweep:
+            continue
+        outcome = stop_server(target, layout, rec, grace=grace, python=host.python)
+        if not outcome.ok:
+            raise VariantctlError(
+                f"a server left by an earlier run of sweep {sweep} on host {host.name} "
+                f"({rec.variant}, pid {rec.pid}) could not be stopped",
+                hint=f"variantctl stop {rec.variant} --host {host.name}")
+        stopped.append(rec.variant)
+    return stopped
+
+
+RunnerFactory = Callable[[Host, Target, threading.Event], PointRunner]
+
+
+@dataclass
+class SweepRun:
+    """What the execution produced: per host, an error that stopped it (if any)."""
+
+    interrupted: bool = False
+    host_errors: dict[str, VariantctlError] = field(default_factory=dict)
+    leftovers: dict[str, list[str]] = field(default_factory=dict)
+
+
+def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
+              make_runner: RunnerFactory, ui: SweepUI, *,
+              open_target: Callable[[Host], contextlib.AbstractContextManager[Target]],
+              clock: Callable[[], float] = time.monotonic, grace: float = 10.0) -> SweepRun:
+    """Run every point still to run, one thread per host; Ctrl-C in the calling thread
+    sets the stop flag, waits for the threads to stop their servers and returns."""
+    stop = threading.Event()
+    out = SweepRun()
+    todo: dict[str, list[PlannedPoint]] = {}
+    for p in plan.to_run:
+        if state.entry(p.name)["status"] in DONE:
+            continue  # --resume: already measured or failed
+        todo.setdefault(p.host, []).append(p)
+
+    def host_work(name: str, points: Sequence[PlannedPoint]) -> None:
+        host = hosts[name]
+        try:
+            with open_target(host) as target:
+                left = stop_leftovers(target, host, plan.spec.name, grace=grace)
+                if left:
+                    out.leftovers[name] = left
+                    ui.note(f"{name}: stopped {len(left)} server(s) left by an earlier run: "
+                            + ", ".join(left))
+                runner = make_runner(host, target, stop)
+                for point in _points(points, stop):
+                    state.update(point.name, status="running", phase="launch")
+                    outcome = runner.run_point(point)
+                    state.update(point.name, **_entry_fields(outcome))
+                    ui.phase(point, outcome.status, outcome.message)
+        except VariantctlError as exc:
+            out.host_errors[name] = exc
+            for point in points:
+                if state.entry(point.name)["status"] in ("pending", "running"):
+                    state.update(point.name, status="error", phase=None,
+                                 message=f"host {name}: {exc.message}")
+            ui.note(f"error: host {name}: {exc.message}")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo)),
+                            thread_name_prefix="sweep-host") as pool:
+        futures: set[Future[None]] = {pool.submit(host_work, n, ps) for n, ps in todo.items()}
+        pending = set(futures)
+        while pending:
+            try:
+                _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                if not stop.is_set():
+                    ui.note("interrupted: stopping the running servers (the state is kept; "
+                            "--resume continues)")
+                stop.set()
+                out.interrupted = True
+        for f in futures:
+            f.result()  # a bug in a host thread surfaces here, not silently
+    return out
+
+
+def _points(points: Sequence[PlannedPoint], stop: threading.Event) -> Iterator[PlannedPoint]:
+    for p in points:
+        if stop.is_set():
+            return
+        yield p
+
+
+def _entry_fields(o: PointOutcome) -> dict[str, Any]:
+    return {"status": o.status, "phase": None, "run_id": o.run_id, "run_dir": o.run_dir,
+            "verdict": o.verdict, "signature": o.signature, "message": o.message,
+            "benchmarks": list(o.benchmarks),
+            "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
+            "timings": dict(o.timings)}

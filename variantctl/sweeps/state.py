@@ -1,0 +1,141 @@
+"""The sweep state file ``runs/sweeps/NAME.json`` (effectful: local file, atomic writes).
+
+Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``); ``variantctl report``
+reads it. Every change is written at once (temp file + rename), so a killed variantctl
+leaves the last phase it reached, and ``sweep --resume`` continues from there.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
+from variantctl.sweeps.plan import Plan, PlannedPoint
+
+SCHEMA = "variantctl.sweep/1"
+#: point statuses that --resume does not run again
+DONE = frozenset({"measured", "failed", "skipped"})
+
+
+def state_path(runs_dir: Path, sweep: str) -> Path:
+    return runs_dir / "sweeps" / f"{sweep}.json"
+
+
+def read_state(path: Path) -> dict[str, Any] | None:
+    """The state document, None when there is none; an error naming the file when broken."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise VariantctlError(f"{path}: unreadable sweep state ({exc})",
+                              hint="delete it to start the sweep afresh",
+                              exit_code=ExitCode.USAGE) from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(
+            data.get("points"), list):
+        raise VariantctlError(f"{path}: not a {SCHEMA} state file",
+                              hint="delete it to start the sweep afresh",
+                              exit_code=ExitCode.USAGE)
+    return data
+
+
+def point_entry(p: PlannedPoint) -> dict[str, Any]:
+    return {
+        "index": p.point.index, "name": p.name, "base": p.point.base, "host": p.host,
+        "values": dict(p.point.values), "point_key": p.point_key,
+        "status": "skipped" if not p.run else "pending", "phase": None,
+        "skip": p.skip.to_json() if p.skip else None,
+        "findings": [f.to_dict() for f in p.findings], "eta_s": round(p.eta_s, 1),
+        "run_id": None, "run_dir": None, "benchmarks": [], "verdict": None,
+        "signature": None, "message": "", "stopped_early": None, "timings": {},
+    }
+
+
+class SweepState:
+    """The state of one sweep run, shared by the host threads (one lock, one file)."""
+
+    def __init__(self, path: Path, doc: dict[str, Any], now: Callable[[], datetime]):
+        self.path, self.doc, self.now = path, doc, now
+        self._lock = threading.Lock()
+
+    @classmethod
+    def begin(cls, path: Path, plan: Plan, now: Callable[[], datetime],
+              previous: dict[str, Any] | None) -> SweepState:
+        """A state for ``plan``; with ``previous`` (--resume) the points it finished keep
+        their entries (matched by point key, so an edited grid reruns what changed)."""
+        spec = plan.spec
+        done = {}
+        for entry in (previous or {}).get("points", ()):
+            if isinstance(entry, dict) and entry.get("status") in DONE - {"skipped"}:
+                done[entry.get("point_key")] = entry
+        points = []
+        for p in plan.points:
+            old = done.get(p.point_key)
+            if old is not None and _still_there(old):
+                points.append({**old, "index": p.point.index, "resumed": True})
+            else:
+                points.append(point_entry(p))
+        stamp = now().isoformat()
+        doc = {
+            "schema": SCHEMA, "sweep": spec.name, "source": spec.source,
+            "description": spec.description, "status": "running",
+            "started_at": (previous or {}).get("started_at", stamp) if previous else stamp,
+            "updated_at": stamp, "finished_at": None, "hosts": list(plan.hosts),
+            "bench": spec.bench_json(), "stop": spec.stop.to_json(), "points": points,
+        }
+        state = cls(path, doc, now)
+        state.save()
+        return state
+
+    def entry(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self._find(name))
+
+    def _find(self, name: str) -> dict[str, Any]:
+        for entry in self.doc["points"]:
+            if entry["name"] == name:
+                return entry  # type: ignore[no-any-return]
+        raise KeyError(name)
+
+    def update(self, name: str, **fields: Any) -> None:
+        with self._lock:
+            self._find(name).update(fields)
+            self._save_locked()
+
+    def finish(self, status: str) -> None:
+        with self._lock:
+            self.doc["status"] = status
+            if status == "done":
+                self.doc["finished_at"] = self.now().isoformat()
+            self._save_locked()
+
+    def save(self) -> None:
+        with self._lock:
+            self._save_locked()
+
+    def _save_locked(self) -> None:
+        from variantctl.runs.store import write_local_atomic
+
+        self.doc["updated_at"] = self.now().isoformat()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.doc, indent=2, ensure_ascii=False, default=str) + "\n"
+        write_local_atomic(self.path, text.encode())
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self.doc)
+
+
+def _still_there(entry: dict[str, Any]) -> bool:
+    """A finished point counts only while its run (and benchmarks) are still archived."""
+    run_dir = entry.get("run_dir")
+    if not run_dir or not Path(run_dir, "run.json").is_file():
+        return False
+    return all(Path(run_dir, b).is_file() for b in entry.get("benchmarks") or ())

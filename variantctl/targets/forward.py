@@ -1,0 +1,146 @@
+"""A local TCP listener whose connections are relayed to a port on a target.
+
+``SshTarget.forward`` uses it so that an ordinary HTTP client in this process
+(the benchmark's async client, a ``/metrics`` scraper) can reach a server that
+listens only on the remote host's loopback: every accepted connection opens its
+own SSH ``direct-tcpip`` channel, so many clients (and the log watcher's SFTP
+requests, the GPU sampler's exec channels) share one SSH connection without
+sharing a channel.
+
+One relay thread serves every connection with ``selectors`` (paramiko channels
+have a ``fileno()``), so a benchmark at concurrency 200 costs one thread, not 400.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, Protocol
+
+
+class ChannelLike(Protocol):
+    """What the relay needs of the far end (a paramiko Channel or a socket)."""
+
+    def fileno(self) -> int: ...
+
+    def recv(self, n: int) -> bytes: ...
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+_CHUNK = 65536
+
+
+class _Relay:
+    def __init__(self, listener: socket.socket, open_channel: Callable[[], ChannelLike]):
+        self.listener = listener
+        self.open_channel = open_channel
+        self.selector = selectors.DefaultSelector()
+        self.stopping = False
+        # a self-pipe wakes the selector when the context ends
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.peers: dict[Any, Any] = {}
+        self.thread = threading.Thread(target=self._loop, name="variantctl-forward", daemon=True)
+
+    def start(self) -> None:
+        self.listener.setblocking(False)
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping = True
+        with suppress(OSError):
+            self.wake_w.send(b"x")
+        self.thread.join(timeout=5)
+        for end in list(self.peers):
+            with suppress(Exception):
+                end.close()
+        self.peers.clear()
+        for s in (self.listener, self.wake_r, self.wake_w):
+            with suppress(OSError):
+                s.close()
+        self.selector.close()
+
+    def _accept(self) -> None:
+        try:
+            client, _ = self.listener.accept()
+        except (BlockingIOError, OSError):
+            return
+        client.setblocking(True)
+        try:
+            channel = self.open_channel()
+        except Exception:
+            # nothing listens there (yet): the client sees a closed connection, as it
+            # would connecting directly to a closed port
+            with suppress(OSError):
+                client.close()
+            return
+        self.peers[client] = channel
+        self.peers[channel] = client
+        self.selector.register(client, selectors.EVENT_READ, "data")
+        self.selector.register(channel, selectors.EVENT_READ, "data")
+
+    def _close_pair(self, end: Any) -> None:
+        other = self.peers.pop(end, None)
+        for e in (end, other):
+            if e is None:
+                continue
+            self.peers.pop(e, None)
+            with suppress(Exception):
+                self.selector.unregister(e)
+            with suppress(Exception):
+                e.close()
+
+    def _pump(self, end: Any) -> None:
+        other = self.peers.get(end)
+        if other is None:
+            return
+        try:
+            data = end.recv(_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except Exception:
+            data = b""
+        if not data:
+            self._close_pair(end)
+            return
+        try:
+            other.sendall(data)
+        except Exception:
+            self._close_pair(end)
+
+    def _loop(self) -> None:
+        while not self.stopping:
+            try:
+                events = self.selector.select(timeout=1.0)
+            except (OSError, ValueError):
+                return
+            for key, _ in events:
+                if key.data == "wake" or self.stopping:
+                    return
+                if key.data == "accept":
+                    self._accept()
+                else:
+                    self._pump(key.fileobj)
+
+
+@contextmanager
+def relay(open_channel: Callable[[], ChannelLike]) -> Iterator[tuple[str, int]]:
+    """Listen on an ephemeral port of 127.0.0.1; yield ``(host, port)``. Each
+    connection made to it is joined to a new ``open_channel()``."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(256)
+    r = _Relay(listener, open_channel)
+    r.start()
+    try:
+        yield listener.getsockname()[:2]
+    finally:
+        r.stop()
