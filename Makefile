@@ -11,7 +11,7 @@ export VARIANTCTL_CACHE := $(CACHE)
 export VARIANTCTL_VLLM_PYTHON := $(VLLM_VENV)/bin/python
 export VARIANTCTL_TINY_MODEL := $(TINY_MODEL)
 
-.PHONY: test demo lint typecheck unit venv vllm sshd slurm bench clean
+.PHONY: test demo lint typecheck unit venv vllm sshd slurm chromium bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ vllm:
 sshd:
 	bash scripts/ensure-sshd.sh
 
+# headless Chromium for the HTML report's check (tests/unit/report/browser.py)
+chromium:
+	bash scripts/ensure-chromium.sh
+
 # Debian's slurmctld, slurmd, munge and client commands; tests/slurm starts the cluster.
 slurm:
 	bash scripts/ensure-slurm.sh
@@ -41,7 +45,7 @@ typecheck: venv
 unit: venv
 	$(VENV)/bin/pytest -m "not ssh and not vllm and not slurm" -q
 
-test: venv vllm sshd slurm lint typecheck
+test: venv vllm sshd slurm chromium lint typecheck
 	$(VENV)/bin/pytest -q
 
 demo: venv vllm

@@ -71,8 +71,8 @@ def arg_utils_source() -> str:
 
 
 def bench_remote_apply(lab: SshLab, base: Path, n: int) -> dict[str, list[float]]:
-    from variantctl.config.hosts import Host, SshSpec
     from variantctl.config.patchsets import load_patchset
+    from variantctl.hostmodel import Host, SshSpec
     from variantctl.targets.patchrun import execute_apply, execute_rollback
     from variantctl.targets.ssh import SshTarget
 

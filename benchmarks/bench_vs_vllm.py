@@ -56,8 +56,8 @@ def driver(url: str, rounds: int, n: int, out: Path) -> None:
     from vllm.benchmarks.datasets import SampleRequest
 
     sys.path.insert(0, str(REPO))
-    from variantctl.bench.params import BenchParams
     from variantctl.bench.runner import prepare, run_level
+    from variantctl.benchparams import BenchParams
 
     def params(c: int) -> BenchParams:
         return BenchParams(endpoint="completions", model=MODEL, prompt="random",

@@ -258,7 +258,35 @@ def main() -> None:
     patch_story(demo, roots)
     if "--patch-only" not in sys.argv:
         launch_story(demo)
+        sweep_story(demo)
     print("\ndemo: done")
+
+
+def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> None:
+    """A small CPU sweep, unattended: the repository's ``sweeps/cpu-smoke.yaml`` (grid
+    enforce-eager x max-num-seqs, plus a point the pre-flight rules predict to fail) on
+    this machine; then its report, and where it is."""
+    project = work / "project"
+    shutil.rmtree(work, ignore_errors=True)
+    for d in ("variants", "patchsets", "sweeps"):
+        (project / d).mkdir(parents=True)
+    for name in ("cpu-base", "cpu-eager"):
+        shutil.copy(REPO / "variants" / f"{name}.yaml", project / "variants")
+    (project / "variants" / "hosts.yaml").write_text(
+        f"cpu:\n  python: {VLLM_PYTHON}\n  workdir: {work / 'host-workdir'}\n"
+        "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n")
+    smoke = (REPO / "sweeps" / "cpu-smoke.yaml").read_text()
+    (project / "sweeps" / "cpu-smoke.yaml").write_text(smoke + f"port: {free_port()}\n")
+    p = ["--project", str(project)]
+    demo.section("sweep 1. the plan: every point, its prediction and ETA (no connection)")
+    demo.run(*p, "sweep", "cpu-smoke", "--dry-run")
+    demo.section("sweep 2. run it: launch, bench, stop each point; the predicted failure "
+                 "is skipped")
+    demo.run(*p, "sweep", "cpu-smoke")
+    demo.section("sweep 3. the report of the sweep")
+    out = work / "report"
+    demo.run(*p, "report", "cpu-smoke", "--format", "html", "--out", str(out))
+    print(f"\nsweep report: {out / 'report.html'}", flush=True)
 
 
 if __name__ == "__main__":

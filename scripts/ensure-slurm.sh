@@ -19,6 +19,6 @@ created=0
 if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && created=1
 fi
-trap '[ "$created" = 1 ] && rm -f "$policy"' EXIT
+trap 'if [ "$created" = 1 ]; then rm -f "$policy"; fi' EXIT
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends slurmctld slurmd munge slurm-client >/dev/null

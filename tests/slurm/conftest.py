@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult, make_env
+from tests.ssh.conftest import ssh_lab
 from tests.support.slurm import SlurmCluster, missing
 from tests.support.sshd import SshLab
 from variantctl.cli import run
+
+__all__ = ["ssh_lab"]
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sshd import SshLab
-from variantctl.config.hosts import Host, SshSpec
+from variantctl.hostmodel import Host, SshSpec
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,9 @@ import pytest
 
 from tests.ssh.conftest import ssh_host
 from tests.support.sshd import SshLab, SshServer, free_port, keygen
-from variantctl.config.hosts import Host, SshSpec
 from variantctl.errors import TargetError
 from variantctl.exitcodes import ExitCode
+from variantctl.hostmodel import Host, SshSpec
 from variantctl.targets.connect import on_hosts, open_target
 from variantctl.targets.ssh import SshTarget
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CACHE, REPO, CliResult
-from variantctl.config.hosts import Host
+from variantctl.hostmodel import Host
 from variantctl.targets.local import LocalTarget
 from variantctl.targets.roots import discover_roots
 
@@ -67,7 +67,8 @@ def _round_trip(tmp_path: Path, run_cli: Callable[..., CliResult], upstream: str
 
     r = run_cli(["status", "eager-allreduce", *args, "--json"], project=project)
     assert r.code == 0, r.output
-    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["pristine", "pristine"]
+    files = json.loads(r.stdout)["reports"][0]["files"]
+    assert [f["state"] for f in files] == ["pristine", "pristine"]
 
     r = run_cli(["apply", "eager-allreduce", *args], project=project)
     assert r.code == 0, r.output
@@ -77,7 +78,8 @@ def _round_trip(tmp_path: Path, run_cli: Callable[..., CliResult], upstream: str
 
     r = run_cli(["status", "eager-allreduce", *args, "--json"], project=project)
     assert r.code == 0
-    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["applied", "applied"]
+    files = json.loads(r.stdout)["reports"][0]["files"]
+    assert [f["state"] for f in files] == ["applied", "applied"]
 
     r = run_cli(["rollback", "eager-allreduce", *args], project=project)
     assert r.code == 0, r.output

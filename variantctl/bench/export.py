@@ -19,7 +19,7 @@ from typing import Any
 
 from variantctl.bench.metrics import stats
 from variantctl.bench.model import LevelResult, Stats
-from variantctl.bench.params import BenchParams
+from variantctl.benchparams import BenchParams
 
 PERCENTILES = (10, 50, 90, 99)
 _BACKEND = {"chat": "openai-chat", "completions": "openai"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from variantctl.bench.params import BenchParams
+from variantctl.benchparams import BenchParams
 
 if TYPE_CHECKING:  # the attachments (bench.gpu, bench.promscrape): types only here
     from variantctl.bench.gpu import GpuSummary

@@ -1,7 +1,7 @@
 """PURE: profile events (written by the inlined recorder) → per-point breakdown, Chrome trace.
 
 Events come from ``prof-<pid>.jsonl`` files (format in
-:mod:`variantctl.patching.recorder`). A breakdown of one benchmark level has, per
+:mod:`variantctl.runtime.profile_recorder`). A breakdown of one benchmark level has, per
 profile point: calls, total, mean, P50/P99, its parent point (the instrumented
 function it was called from, per call stack) and its share of the parent's
 time; per parent, the *unaccounted* time (the parent's time not spent in an
@@ -15,6 +15,7 @@ decode token costs, so it is directly comparable with the measured TPOT.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import Counter, defaultdict
@@ -103,7 +104,7 @@ def _gaps(steps: Iterable[Event]) -> list[int]:
     gaps: list[int] = []
     for evs in by_thread.values():
         evs.sort(key=lambda e: e.start_ns)
-        gaps.extend(max(0, b.start_ns - a.end_ns) for a, b in zip(evs, evs[1:], strict=False))
+        gaps.extend(max(0, b.start_ns - a.end_ns) for a, b in itertools.pairwise(evs))
     return gaps
 
 
@@ -136,6 +137,9 @@ def breakdown(events: Sequence[Event], *, dropped: int = 0) -> dict[str, Any]:
             "p50_ms": _pct(durs, 50),
             "p99_ms": _pct(durs, 99),
             "share_of_parent": (totals[name] / parent_total) if parent_total else None,
+            # points of another process (the worker's model runner under V1's engine
+            # core) have no parent in their stack: their share of the step's time
+            "share_of_step": (totals[name] / totals[step]) if step and totals[step] else None,
         })
     unaccounted = [
         {"parent": name, "total_s": max(0, totals[name] - child_time[name]) / 1e9,

@@ -32,7 +32,7 @@ import aiohttp
 from variantctl.bench import metrics, prompts
 from variantctl.bench.client import PreparedRequest, build_body, make_session, send
 from variantctl.bench.model import LevelResult, RequestResult, WarmupResult
-from variantctl.bench.params import BenchParams, parse_warmup
+from variantctl.benchparams import BenchParams, parse_warmup
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 

@@ -34,11 +34,12 @@ from urllib.parse import urlsplit
 from variantctl.bench.gpu import GpuSampler, GpuSummary, find_monitor, not_available
 from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.bench.model import Target as BenchTarget
-from variantctl.bench.params import BenchParams
 from variantctl.bench.promscrape import MetricsScraper
-from variantctl.config.hosts import Host
+from variantctl.benchparams import BenchParams
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.hostmodel import Host
+from variantctl.logs.model import Catalog
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
 
@@ -76,6 +77,8 @@ class RunOutcome:
     stored: Path | None = None
     death: ServerDeath | None = None
     interrupted: bool = False
+    #: ``bench --profile``: one breakdown per level (variantctl.bench.profile)
+    profile: list[dict[str, Any]] | None = None
 
     @property
     def failed_levels(self) -> list[LevelResult]:
@@ -92,7 +95,8 @@ class RunOutcome:
 
 def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
     """The healthy server of ``variant`` on ``host``, else an error naming its state."""
-    from variantctl.launch.servers import layout_for, load_record, statuses
+    from variantctl.launch.launcher import launcher_for
+    from variantctl.launch.servers import layout_for, load_record
 
     record = load_record(target, layout_for(target, host), variant)
     if record is None:
@@ -100,7 +104,7 @@ def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
             f"{variant} is not running on host {host.name} (no server record)",
             hint=f"variantctl launch {variant} starts it; variantctl ps lists running servers",
         )
-    (status,) = statuses(target, [record])
+    (status,) = launcher_for(host).statuses(target, [record])
     if status.state != "healthy":
         what = {
             "stale": f"its process (pid {record.pid}) is gone",
@@ -149,8 +153,10 @@ class _Watchdog:
     """Checks every second that the server process lives; sets ``stop`` when it died."""
 
     def __init__(self, target: Target, pid: int, stop: asyncio.Event,
-                 loop: asyncio.AbstractEventLoop):
+                 loop: asyncio.AbstractEventLoop, *, host: Host | None = None,
+                 record: ServerRecord | None = None):
         self.target, self.pid, self.stop, self.loop = target, pid, stop, loop
+        self.host, self.record = host, record
         self.died = False
         self._quit = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-watchdog", daemon=True)
@@ -164,9 +170,14 @@ class _Watchdog:
         self._thread.join(30)
 
     def alive(self) -> bool:
+        from variantctl.launch.launcher import launcher_for
         from variantctl.targets.process import is_alive
 
         try:
+            if self.host is not None and self.record is not None:
+                # the host's launcher knows what the pid means (a SLURM job id, say)
+                return launcher_for(self.host).probe(self.target, self.record,
+                                                     health=False).alive
             return is_alive(self.target, self.pid)
         except TargetError:
             return True  # a hiccup of the connection is not a death
@@ -195,6 +206,10 @@ class Measurement:
     #: called when a level (or warm-up) starts/ends, for notes
     on_note: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
+    #: the signature catalog a dead server's log is classified with (None: not classified)
+    signatures: Catalog | None = None
+    #: ``bench --profile``: a variantctl.bench.profile.Collector (marks and reads per level)
+    profile: Any = None
 
 
 async def measure(m: Measurement, started_at: str) -> RunOutcome:
@@ -228,15 +243,19 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
                         break
                 note(f"{m.label}: concurrency {concurrency}"
                      + (f", repeat {repeat + 1}/{params.repeat}" if params.repeat > 1 else ""))
+                if m.profile is not None:
+                    await asyncio.to_thread(m.profile.mark)
                 level, died = await _one_level(m, params, concurrency, model, prepared,
                                                repeat, monitor, why_no_gpu, stop, loop)
+                if m.profile is not None:
+                    await asyncio.to_thread(m.profile.collect, concurrency, repeat)
                 level = dataclasses.replace(level, warmup=warm)
                 if died and m.record is not None and m.target is not None:
                     level = dataclasses.replace(
                         level, partial=True, partial_reason="server exited"
                         + (f" ({level.partial_reason})" if level.partial_reason else ""))
                     death = await asyncio.to_thread(_diagnose, m.target, m.record,
-                                                    concurrency)
+                                                    concurrency, m.signatures)
                 elif interrupted[0]:
                     level = dataclasses.replace(
                         level, partial=True, partial_reason="interrupted"
@@ -287,7 +306,7 @@ async def _one_level(
     split = urlsplit(m.base_url)
     sampler = GpuSampler(m.target, monitor, clock=m.clock) if (m.target and monitor) else None
     scraper = MetricsScraper(split.hostname or "127.0.0.1", split.port or 80, clock=m.clock)
-    watchdog = (_Watchdog(m.target, m.record.pid, stop, loop)
+    watchdog = (_Watchdog(m.target, m.record.pid, stop, loop, host=m.host, record=m.record)
                 if (m.target is not None and m.record is not None) else None)
     with contextlib.ExitStack() as stack:
         if sampler is not None:
@@ -308,9 +327,9 @@ async def _one_level(
     return level, died
 
 
-def _diagnose(target: Target, record: ServerRecord, concurrency: int) -> ServerDeath:
+def _diagnose(target: Target, record: ServerRecord, concurrency: int,
+              catalog: Catalog | None) -> ServerDeath:
     """Classify the dead server's log (its startup and its last lines)."""
-    from variantctl.config.catalog import default_catalog
     from variantctl.logs.classify import classify_text
 
     try:
@@ -318,7 +337,11 @@ def _diagnose(target: Target, record: ServerRecord, concurrency: int) -> ServerD
     except TargetError as exc:
         return ServerDeath(record.variant, record.pid, concurrency,
                            message=f"could not read the log {record.log}: {exc.message}")
-    result = classify_text(text, default_catalog(), exited=True)
+    if catalog is None:
+        return ServerDeath(record.variant, record.pid, concurrency,
+                           message="the server exited (its log was not classified)",
+                           tail=tuple(text.splitlines()[-LOG_TAIL_LINES:]))
+    result = classify_text(text, catalog, exited=True)
     tail = tuple(text.splitlines()[-LOG_TAIL_LINES:])
     return ServerDeath(record.variant, record.pid, concurrency, kind=result.kind,
                        signature=result.signature, title=result.title, message=result.message,

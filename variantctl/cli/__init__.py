@@ -66,8 +66,10 @@ register("stop", "variantctl.cli.stop", "stop", "Stop running variants.")
 register("logs", "variantctl.cli.logs", "logs", "Print a variant's server log.")
 register("bench", "variantctl.cli.bench", "bench", "Benchmark a running variant or URL.")
 register("runs", "variantctl.cli.runs", "runs", "List and show archived runs.")
+register("sweep", "variantctl.cli.sweep", "sweep", "Run a grid of variants: plan, launch, bench.")
 register("report", "variantctl.cli.report", "report", "Write a report of a sweep or runs.")
 register("compare", "variantctl.cli.compare", "compare", "Compare two runs.")
+register("profile", "variantctl.cli.profile", "profile", "Show a run's profile breakdown.")
 
 
 class LazyGroup(click.Group):

@@ -1,6 +1,6 @@
 """``variantctl bench``: measure a running variant (or any OpenAI-compatible URL).
 
-Thin: options → :class:`~variantctl.bench.params.BenchParams`; the server is
+Thin: options → :class:`~variantctl.benchparams.BenchParams`; the server is
 found and reached by :mod:`variantctl.bench.session`; tables and live progress
 come from :mod:`variantctl.render.bench`. Exit codes: 0 every level had
 successes; 1 a level whose requests all failed, or the server died during a
@@ -56,6 +56,12 @@ from variantctl.env import Environment
               help="Also write vllm bench serve's result JSON (one file per level of a ladder).")
 @click.option("--no-store", is_flag=True,
               help="Do not write bench-<stamp>.json into the launch's archived run.")
+@click.option("--profile", is_flag=True,
+              help="Collect the profile points of a profile-decode patchset per level "
+              "(relaunches the server with VARIANTCTL_PROFILE set if needed).")
+@click.option("--profile-trace", "profile_trace",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="With --profile: also write the events as a Chrome trace (Perfetto JSON).")
 @json_option
 @pass_env
 def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: str | None,
@@ -64,18 +70,23 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
           ignore_eos: bool, temperature: float, seed: int, request_rate: str,
           burstiness: float, warmup: str, goodput: str | None, repeat: int,
           request_timeout: float, export_vllm: Path | None, no_store: bool,
-          as_json: bool) -> None:
+          profile: bool, profile_trace: Path | None, as_json: bool) -> None:
     """Benchmark VARIANT (its running server, through the host's SSH connection) or --url.
 
     Several VARIANTs are measured one after another and shown in one table.
     """
-    from variantctl.bench.params import BenchParams, parse_concurrency, parse_goodput, parse_rate
+    from variantctl.benchparams import BenchParams, parse_concurrency, parse_goodput, parse_rate
     from variantctl.cli import finish
     from variantctl.errors import VariantctlError
 
     if bool(variants) == bool(url):
         raise VariantctlError("give a VARIANT (or several) or --url, not both",
                               hint="variantctl ps lists running variants")
+    if (profile or profile_trace) and url:
+        raise VariantctlError("--profile needs a VARIANT (its server's environment is set "
+                              "at launch), not --url")
+    if profile_trace and not profile:
+        raise VariantctlError("--profile-trace needs --profile")
     if prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
         raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random or a file",
                               hint="a FILE holds one prompt per line or a JSON list")
@@ -89,6 +100,7 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
     from variantctl.cli.benchflow import run_bench
 
     code = run_bench(env, params, variants=variants, host=host, url=url, as_json=as_json,
-                     export=export_vllm, store=not no_store)
+                     export=export_vllm, store=not no_store, profile=profile,
+                     profile_trace=profile_trace)
     if code:
         finish(code)

@@ -13,18 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from variantctl.bench.params import BenchParams
 from variantctl.bench.session import Measurement, RunOutcome
+from variantctl.benchparams import BenchParams
 from variantctl.env import Environment
 from variantctl.exitcodes import ExitCode
 
 
 def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
               host: str | None, url: str | None, as_json: bool, export: Path | None,
-              store: bool) -> int:
+              store: bool, profile: bool = False, profile_trace: Path | None = None) -> int:
     """Measure every target, print, export; the exit code."""
+    from variantctl.cli.benchview import LiveView
     from variantctl.errors import VariantctlError
-    from variantctl.render.bench import LiveView
 
     started_at = env.now().isoformat()
     outcomes: list[RunOutcome] = []
@@ -36,7 +36,9 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
             outcomes.append(_bench_url(env, params, url, host, view, started_at))
         for variant in variants:
             try:
-                outcome = _bench_variant(env, params, variant, host, view, started_at, store)
+                outcome = _bench_variant(env, params, variant, host, view, started_at, store,
+                                         profile=profile, trace=profile_trace,
+                                         several=len(variants) > 1)
             except VariantctlError as exc:
                 if len(variants) == 1:
                     raise
@@ -60,25 +62,42 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
 
 def _measurement(env: Environment, params: BenchParams, label: str, base_url: str,
                  view: Any, **where: Any) -> Measurement:
+    from variantctl.config.catalog import default_catalog
+
     return Measurement(label=label, base_url=base_url, params=params,
                        on_progress=lambda p: view.progress(label, p), on_note=view.note,
-                       clock=env.clock, **where)
+                       clock=env.clock, signatures=default_catalog(), **where)
 
 
 def _bench_variant(env: Environment, params: BenchParams, variant: str, host_name: str | None,
-                   view: Any, started_at: str, store: bool) -> RunOutcome:
+                   view: Any, started_at: str, store: bool, *, profile: bool = False,
+                   trace: Path | None = None, several: bool = False) -> RunOutcome:
     from variantctl.bench.session import find_server, measure, reach, store_result
-    from variantctl.launch.selection import select_hosts, variant_host
+    from variantctl.launch.launcher import launcher_for
+    from variantctl.project.selection import select_hosts, variant_host
     from variantctl.targets.connect import open_target
 
     default = variant_host(env, variant) or "local"
     (host,) = select_hosts(env, host_name, None, default=default)
     with open_target(host) as target:
-        record = find_server(target, host, variant)
-        with reach(target, record.port) as base_url:
+        collector = None
+        if profile:  # variantctl.bench.profile: the server with VARIANTCTL_PROFILE set
+            from variantctl.bench.profile import Collector
+            from variantctl.cli.profileflow import ensure_profiled_server
+
+            record, where = ensure_profiled_server(env, target, host, variant, view.note)
+            collector = Collector(target, where)
+        else:
+            record = find_server(target, host, variant)
+        with reach(target, record.port, launcher_for(host).address(target, record)) as base_url:
             m = _measurement(env, params, variant, base_url, view, target=target, host=host,
-                             record=record)
+                             record=record, profile=collector)
             outcome = asyncio.run(measure(m, started_at))
+    if collector is not None:
+        from variantctl.cli.profileflow import after_profiled_run
+
+        after_profiled_run(env, collector, outcome, record, store=store, trace=trace,
+                           several=several)
     if store:
         outcome.stored = store_result(outcome, record, env.now())
         if outcome.stored is None:
@@ -93,7 +112,7 @@ def _bench_url(env: Environment, params: BenchParams, url: str, host_name: str |
                view: Any, started_at: str) -> RunOutcome:
     from variantctl.bench.session import is_loopback_url, measure
     from variantctl.errors import VariantctlError
-    from variantctl.launch.selection import select_hosts
+    from variantctl.project.selection import select_hosts
     from variantctl.targets.connect import open_target
     from variantctl.targets.local import LocalTarget
 
@@ -118,8 +137,8 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
            errors: Sequence[tuple[str, Any]], as_json: bool) -> None:
     """One target: its ``variantctl.bench/1`` object; several: ``{"results": [...],
     "errors": [{"variant", "error"}]}`` (the README's --json convention)."""
-    from variantctl.render.bench import print_death, print_results
-    from variantctl.render.output import print_json
+    from variantctl.cli.output import emit, print_json
+    from variantctl.render.bench import death_blocks, result_blocks
 
     if as_json:
         docs = []
@@ -127,6 +146,8 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
             doc = o.result.to_json()
             doc["stored"] = None if o.stored is None else str(o.stored)
             doc["server_death"] = None if o.death is None else o.death.to_json()
+            if o.profile is not None:
+                doc["profile"] = o.profile
             docs.append(doc)
         if len(docs) == 1 and not errors:
             print_json(env, docs[0])
@@ -134,14 +155,17 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
             print_json(env, {"results": docs, "errors": [
                 {"variant": name, "error": exc.to_json()} for name, exc in errors]})
     elif outcomes:
-        print_results(env, [(o.label, o.result) for o in outcomes])
+        emit(env, result_blocks([(o.label, o.result) for o in outcomes]))
+        from variantctl.cli.profileflow import print_profiles
+
+        print_profiles(env, outcomes)
         for o in outcomes:
             if o.stored is not None:
                 env.stderr.print(f"{o.label}: stored {o.stored}", markup=False,
                                  highlight=False, soft_wrap=True)
     for o in outcomes:
         if o.death is not None:
-            print_death(env, o.death)
+            emit(env, death_blocks(o.death))
         for lv in o.failed_levels:
             env.stderr.print(
                 f"error: {o.label}: every request of the level at concurrency "

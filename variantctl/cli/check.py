@@ -13,7 +13,7 @@ from variantctl.exitcodes import ExitCode
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
     from variantctl.variants.model import ResolvedVariant
     from variantctl.variants.modelinfo import ModelInfo
     from variantctl.variants.rules import Finding
@@ -42,6 +42,9 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
     variants = [resolve(catalog, n) for n in selected]
     findings = run_check(variants, patchset_names(env.patchsets_dir), catalog.hosts,
                          models=_local_model_facts(variants, catalog.hosts))
+    from variantctl.cli.profileflow import profile_point_findings
+
+    findings += profile_point_findings(env, variants, catalog.hosts)
     # the first error of a variant is the failure a launch would hit first
     predicted: dict[str, str | None] = {}
     for f in findings:

@@ -45,11 +45,12 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
         signature_dirs,
         suggestion_yaml,
     )
+    from variantctl.cli.output import emit, print_json
     from variantctl.config.catalog import default_catalog
     from variantctl.logs.bounded import visible
     from variantctl.logs.classify import classify_text
     from variantctl.logs.expect import check_log
-    from variantctl.render.classify import print_json_results, print_results
+    from variantctl.render.classify import result_blocks, results_json
 
     catalog = default_catalog(signature_dirs(env, sig_dirs))
     wanted = load_expectations(env, expect) if expect else None
@@ -70,9 +71,9 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
     if suggest:
         return
     if as_json:
-        print_json_results(env, results, expect)
+        print_json(env, results_json(results, expect))
     else:
-        print_results(env, results, expect, explain=explain)
+        emit(env, result_blocks(results, expect, explain=explain))
     code = exit_code(results)
     if code:
         finish(code)

@@ -16,7 +16,7 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from variantctl.cli.output import print_json
-    from variantctl.launch.selection import all_hosts
+    from variantctl.project.selection import all_hosts
 
     env = current_env(ctx)
     known = all_hosts(env)
@@ -54,7 +54,7 @@ def check(env: Environment, names: tuple[str, ...], host: str | None, hosts_csv:
     from variantctl.cli.output import print_json
     from variantctl.errors import TargetError
     from variantctl.exitcodes import ExitCode
-    from variantctl.launch.selection import all_hosts, select_hosts
+    from variantctl.project.selection import all_hosts, select_hosts
     from variantctl.targets.connect import on_hosts
     from variantctl.targets.hostcheck import check_host, unreachable
 

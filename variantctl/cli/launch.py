@@ -26,9 +26,9 @@ def launch(env: Environment, variant: str, host: str | None, port: int | None,
     """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.launch.context import prepare
     from variantctl.launch.core import LaunchOptions, launch_variant
     from variantctl.launch.ui import ConsoleUI
+    from variantctl.project.context import prepare
     from variantctl.targets.connect import open_target
 
     resolved, target_host, ctx = prepare(env, variant, host=host, port=port)

@@ -31,7 +31,7 @@ def locate(env: Environment, module: str, host: str | None, hosts_csv: str | Non
     from variantctl.cli.output import emit, print_json
     from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
-    from variantctl.launch.selection import select_hosts
+    from variantctl.project.selection import select_hosts
     from variantctl.render.output import text
     from variantctl.targets.connect import on_hosts
     from variantctl.targets.locate import locate as do_locate

@@ -19,7 +19,7 @@ def logs(env: Environment, variant: str, host: str | None, follow: bool,
          lines: int | None) -> None:
     """Print VARIANT's latest server log (from the running server or the last launch)."""
     from variantctl.launch.logs import show_log
-    from variantctl.launch.selection import select_hosts, variant_host
+    from variantctl.project.selection import select_hosts, variant_host
     from variantctl.targets.connect import open_target
 
     default = variant_host(env, variant) or "local"

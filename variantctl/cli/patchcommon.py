@@ -14,7 +14,7 @@ from variantctl.errors import VariantctlError
 from variantctl.render.output import Block
 
 if TYPE_CHECKING:
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
     from variantctl.patching.model import Patchset
     from variantctl.targets.base import Target
 
@@ -127,7 +127,7 @@ def run_per_host(
                               "with --hosts", hint="configure site_roots per host in hosts.yaml")
     if host_name != "local":
         raise VariantctlError("give --host or --hosts, not both")
-    from variantctl.launch.selection import select_hosts
+    from variantctl.project.selection import select_hosts
     from variantctl.targets.connect import on_hosts
 
     hosts = select_hosts(env, None, hosts_csv)

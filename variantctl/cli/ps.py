@@ -19,9 +19,9 @@ def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> 
     from variantctl.cli.hostresults import print_host_errors, worst_exit_code
     from variantctl.cli.output import emit, print_json
     from variantctl.launch.launcher import launcher_for
-    from variantctl.launch.report import ps_blocks, ps_json
-    from variantctl.launch.selection import select_hosts
     from variantctl.launch.servers import layout_for, list_records
+    from variantctl.project.selection import select_hosts
+    from variantctl.render.servers import ps_blocks, ps_json
     from variantctl.targets.connect import on_hosts
 
     chosen = select_hosts(env, host, hosts)

@@ -25,9 +25,9 @@ def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None
     from variantctl.cli.output import emit, print_json
     from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
-    from variantctl.launch.report import stop_blocks, stops_json
-    from variantctl.launch.selection import select_hosts, variant_host
     from variantctl.launch.servers import stop_servers
+    from variantctl.project.selection import select_hosts, variant_host
+    from variantctl.render.servers import stop_blocks, stops_json
     from variantctl.targets.connect import on_hosts
 
     if bool(variant) == stop_all:

@@ -19,9 +19,9 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.launch.context import prepare_watch
     from variantctl.launch.core import LaunchOptions, watch_variant
     from variantctl.launch.ui import ConsoleUI
+    from variantctl.project.context import prepare_watch
     from variantctl.targets.connect import open_target
 
     resolved, target_host, ctx = prepare_watch(env, variant, host)

@@ -192,7 +192,7 @@ def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,
 
 
 def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
-    from variantctl.bench.params import BenchParams
+    from variantctl.benchparams import BenchParams
 
     prompts = data.get("prompts") or ("short",)
     common: dict[str, Any] = {}

@@ -25,7 +25,6 @@ from variantctl.config.hosts import (
     HOSTS_FILE,
     VENDOR,
     VLLM_VERSION,
-    Host,
     expand_vars,
     load_hosts_file,
 )
@@ -45,6 +44,7 @@ from variantctl.config.schema import (
 )
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError
+from variantctl.hostmodel import Host
 from variantctl.variants.flags import flag_problem, normalise_backend, normalise_flag
 from variantctl.variants.model import Layer
 

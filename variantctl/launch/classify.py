@@ -8,7 +8,10 @@ into the launch verdict vocabulary (``failed``, ``hang``, ``exited``, ``ready``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from variantctl.logs.model import Catalog
 
 DECISIVE_KINDS = ("failed", "hang")
 
@@ -65,13 +68,11 @@ class ClassifierAdapter:
         self.last: Any = None
 
     @classmethod
-    def create(cls, *, stall_seconds: float, clock: Any, catalog: Any = None) -> ClassifierAdapter:
-        """A fresh classifier with the default (shipped + user) signature catalog."""
-        from variantctl.config.catalog import default_catalog
+    def create(cls, *, stall_seconds: float, clock: Any, catalog: Catalog) -> ClassifierAdapter:
+        """A fresh classifier over ``catalog`` (the caller loads it: config.catalog)."""
         from variantctl.logs.stream import StreamClassifier
 
-        return cls(StreamClassifier(catalog or default_catalog(), stall_seconds=stall_seconds,
-                                    clock=clock))
+        return cls(StreamClassifier(catalog, stall_seconds=stall_seconds, clock=clock))
 
     def _decision(self, verdict: Any) -> Decision | None:
         if verdict is None:

@@ -24,9 +24,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from variantctl.config.hosts import Host
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.hostmodel import Host
 from variantctl.launch.classify import ClassifierAdapter, Decision
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import (
@@ -393,9 +393,14 @@ def make_classifier(ctx: LaunchContext, variant: ResolvedVariant | None,
 
 def host_identity(host: Host) -> dict[str, Any]:
     """What of a host decides a run (and is recorded with it)."""
-    return {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
-            "python": host.python, "workdir": host.workdir, "env": dict(host.env),
-            "origin": host.origin}
+    ident = {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
+             "python": host.python, "workdir": host.workdir, "env": dict(host.env),
+             "origin": host.origin}
+    if host.slurm is not None:  # only then: the keys of every other host stay as they were
+        from variantctl.launch.slurm import slurm_identity
+
+        ident["slurm"] = slurm_identity(host.slurm)
+    return ident
 
 
 def key_of(variant: ResolvedVariant, host: Host, patches: tuple[PatchState, ...],
@@ -461,7 +466,9 @@ def follow(
     outcome = watch(target, record, classifier, timeout=timeout, clock=ctx.clock,
                     on_progress=ui.progress, started=started, launcher=launcher)
     verdict_wall = time.time()
-    outcome.facts.update(launcher.facts(target, record) or {})
+    extra = launcher.facts(target, record)
+    if extra:  # what the launcher knows beside the log (e.g. the SLURM job and node)
+        outcome = replace(outcome, facts={**outcome.facts, **extra})
     draft.outcome = outcome
     if outcome.verdict == READY and variant is not None:
         draft.expect = expect_mismatches(variant, outcome.decision)
@@ -575,7 +582,7 @@ def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRec
         facts = outcome.facts
     stopped = None
     if draft.stopped is not None:
-        from variantctl.launch.report import stop_dict
+        from variantctl.launch.servers import stop_dict
 
         stopped = stop_dict(host.name, draft.stopped)
     assert draft.run is not None and draft.record is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from variantctl.config.hosts import Host
+from variantctl.hostmodel import Host
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
 

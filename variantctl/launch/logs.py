@@ -5,9 +5,9 @@ from __future__ import annotations
 import posixpath
 import time
 
-from variantctl.config.hosts import Host
 from variantctl.env import Environment
 from variantctl.errors import NotFoundError, TargetError
+from variantctl.hostmodel import Host
 from variantctl.launch.servers import layout_for, load_record
 from variantctl.launch.watch import RECONNECT_FOR, reconnect
 from variantctl.targets.base import Target

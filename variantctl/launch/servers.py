@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
+from variantctl.hostmodel import Host
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
 from variantctl.targets.process import (
@@ -189,3 +189,22 @@ def stop_servers(
     else:
         records = list_records(target, layout)
     return [launcher.stop(target, layout, r, grace=grace) for r in records]
+
+
+def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
+    """What a stop did, as JSON (``stop --json`` and run.json)."""
+    return {
+        "host": host,
+        "variant": s.record.variant,
+        "pid": s.record.pid,
+        "port": s.record.port,
+        "stale": s.was_stale,
+        "processes": s.result.found,
+        "killed": s.result.killed,
+        "remaining": list(s.result.remaining),
+        "port_free": s.port_free,
+        "seconds": round(s.result.seconds, 3),
+        "ok": s.ok,
+        **({"job": {"id": s.job.job_id, "state": s.job.state, "exit_code": s.job.exit_code}}
+           if s.job is not None else {}),
+    }

@@ -17,9 +17,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from variantctl.config.hosts import Host, SlurmSpec
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.hostmodel import Host, SlurmSpec
 from variantctl.launch.launcher import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
@@ -28,6 +28,14 @@ from variantctl.targets.slurm import JobInfo, cancel, job_info, node_address, su
 if TYPE_CHECKING:
     from variantctl.launch.servers import ServerStatus, StopOutcome
     from variantctl.variants.model import ResolvedVariant
+
+
+def slurm_identity(spec: SlurmSpec) -> dict[str, Any]:
+    """What of a SLURM host decides a run (the resources a job asks for); how many jobs
+    a sweep queues and which ports are handed out do not."""
+    return {"partition": spec.partition, "gres": spec.gres, "time": spec.time,
+            "account": spec.account, "qos": spec.qos, "sbatch": list(spec.sbatch),
+            "patch_roots": spec.patch_roots}
 
 
 def waiting_phase(info: JobInfo) -> str:
@@ -67,6 +75,9 @@ class SlurmLauncher:
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
               cwd: str) -> int:
+        # SLURM creates the output file only when the job starts: an empty log now (the
+        # job appends to it) lets the watch follow a job still waiting in the queue
+        target.write_new(log, b"")
         job = submit(target, self.spec, name=name, script=script, log=log, cwd=cwd)
         # the pid file holds the job id: `ls run/` on the login node tells what runs
         target.write_atomic(pid_file, f"{job}\n".encode())

@@ -13,7 +13,7 @@ from typing import Any
 
 from variantctl.env import Environment
 from variantctl.launch.core import LaunchResult
-from variantctl.launch.report import stop_dict
+from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line

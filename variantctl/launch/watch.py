@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ HEALTH_POLL = 1.0
 RECONNECT_FOR = 60.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Progress:
     """What the live display shows."""
 
@@ -49,20 +49,21 @@ class Progress:
     note: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatchOutcome:
     verdict: str
     decision: Decision | None
     elapsed: float
     lines: int
-    last_lines: list[str]
+    last_lines: tuple[str, ...]
     #: seconds from start of watching to the verdict (ready: time to ready)
     time_to_verdict: float
     #: log line number (1-based) of the decisive line, when there is one
     decisive_line: int | None = None
     reconnects: int = 0
     health: int | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
+    #: the classifier's facts (``variantctl.classify/1`` JSON of logs.facts.Facts)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 def watch(
@@ -103,7 +104,7 @@ def watch(
         now = clock()
         return WatchOutcome(
             verdict=verdict, decision=decision, elapsed=now - t0, lines=count,
-            last_lines=list(last), time_to_verdict=now - t0, decisive_line=line_no,
+            last_lines=tuple(last), time_to_verdict=now - t0, decisive_line=line_no,
             reconnects=reconnects, health=health, facts=classifier.facts(),
         )
 

@@ -10,7 +10,7 @@ and friends keep wrapping what they wrapped)::
 
 and, once per module, right after the docstring and ``from __future__`` imports,
 the recorder: a small function :data:`DECORATOR` plus the source text of
-:mod:`variantctl.patching.recorder` as a string constant. Inlining (rather than
+:mod:`variantctl.runtime.profile_recorder` as a string constant. Inlining (rather than
 writing a recorder module next to the patched file) keeps the patch one file per
 module: the transaction, backups, ledger, drift detection and rollback of every
 other operation cover it unchanged, and a rollback cannot leave a stray file
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 DECORATOR = "_variantctl_profile"
 #: the module-level constant holding the recorder's source
 RUNTIME_CONST = "_VARIANTCTL_PROFILE_RUNTIME"
-#: the environment variable the recorder reads (see recorder.py)
+#: the environment variable the recorder reads (see variantctl/runtime/profile_recorder.py)
 ENV = "VARIANTCTL_PROFILE"
 
 _BLOCK_TEMPLATE = '''
@@ -78,7 +78,9 @@ _BLOCK: list[cst.BaseStatement] | None = None
 
 def recorder_source() -> str:
     """The text of the runtime recorder that is inlined into patched files."""
-    return resources.files("variantctl.patching").joinpath("recorder.py").read_text("utf-8")
+    # package data, read like any resource (the recorder runs in vLLM, never here)
+    return resources.files("variantctl.runtime").joinpath("profile_recorder.py").read_text(
+        "utf-8")
 
 
 def block_statements() -> list[cst.BaseStatement]:
@@ -87,8 +89,8 @@ def block_statements() -> list[cst.BaseStatement]:
     if _BLOCK is None:
         source = recorder_source()
         # the source sits in a raw triple-quoted string: it must not end it early
-        assert "'''" not in source and not source.endswith("\\"), "recorder.py breaks the block"
-        from variantctl.patching.recorder import RUNTIME_NAME
+        assert "'''" not in source and not source.endswith("\\"), "the recorder breaks the block"
+        from variantctl.runtime.profile_recorder import RUNTIME_NAME
 
         text = _BLOCK_TEMPLATE.replace("{runtime_name}", RUNTIME_NAME).replace(
             "{source}", source)

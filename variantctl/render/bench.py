@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from variantctl.env import Environment
+from variantctl.render.output import Block, text
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -222,106 +222,58 @@ def server_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     return table
 
 
-def print_results(env: Environment, results: Sequence[tuple[str, BenchResult]]) -> None:
-    """Every table, then each level's errors and warnings."""
-    out = env.stdout
+def result_blocks(results: Sequence[tuple[str, BenchResult]]) -> list[Block]:
+    """Every table, then each level's errors and warnings (stdout)."""
+    out: list[Block] = []
+
+    def line(text_: str, *, wrap: bool = False) -> None:
+        out.append(text(text_) if not wrap else Block(text_, markup=False, highlight=False,
+                                                       soft_wrap=True))
+
     for label, res in results:
         t = res.target
         where = f" on host {t.host}" if t.host else ""
-        out.print(f"{label}: model {t.model or '?'}{where} via {t.url}; prompt "
-                  f"{res.params.prompt}, output {res.params.output_len} tokens"
-                  + (" (ignore EOS)" if res.params.ignore_eos else ""),
-                  markup=False, highlight=False, soft_wrap=True)
-    out.print()
+        line(f"{label}: model {t.model or '?'}{where} via {t.url}; prompt "
+             f"{res.params.prompt}, output {res.params.output_len} tokens"
+             + (" (ignore EOS)" if res.params.ignore_eos else ""), wrap=True)
+    out.append(Block(""))
     for make in (decode_table, latency_table, throughput_table, steady_table):
-        out.print(make(results))
-        out.print()
+        out += [Block(make(results)), Block("")]
     for attr, make, what in (("gpu", gpu_table, "GPU"),
                              ("server_metrics", server_table, "vLLM /metrics")):
         missing = _unavailable(results, attr)
         if missing:
-            out.print(f"{what}: not available — {'; '.join(missing)}", markup=False,
-                      highlight=False)
+            line(f"{what}: not available — {'; '.join(missing)}")
         else:
-            out.print(make(results))
-        out.print()
+            out.append(Block(make(results)))
+        out.append(Block(""))
     for label, _res, lv in _rows(results):
         prefix = f"{label} c={lv.concurrency}" + (f" #{lv.repeat + 1}" if lv.repeat else "")
         if lv.partial:
-            out.print(f"{prefix}: partial — {lv.partial_reason or 'stopped early'}",
-                      markup=False, highlight=False)
+            line(f"{prefix}: partial — {lv.partial_reason or 'stopped early'}")
         if lv.errors:
             listed = ", ".join(f"{n} × {reason}" for reason, n in lv.errors.items())
-            out.print(f"{prefix}: errors: {listed}", markup=False, highlight=False)
+            line(f"{prefix}: errors: {listed}")
         for w in lv.metrics.warnings:
-            out.print(f"{prefix}: warning: {w}", markup=False, highlight=False,
-                      soft_wrap=True)
+            line(f"{prefix}: warning: {w}", wrap=True)
+    return out
 
 
-def print_death(env: Environment, death: Any) -> None:
-    """The server died during a level: what its log says, and its last lines."""
-    err = env.stderr
+def death_blocks(death: Any) -> list[Block]:
+    """The server died during a level: what its log says, and its last lines (stderr)."""
     verdict = (death.kind or "unknown").upper()
     what = f"{verdict} {death.signature}" if death.signature else verdict
-    err.print(f"error: {death.variant} (pid {death.pid}) died during the level at "
-              f"concurrency {death.level}; its log says: {what}"
-              + (f" — {death.title}" if death.title else ""), markup=False, highlight=False)
+    out = [text(f"error: {death.variant} (pid {death.pid}) died during the level at "
+                f"concurrency {death.level}; its log says: {what}"
+                + (f" — {death.title}" if death.title else ""), err=True)]
     if death.message:
-        err.print(f"  {death.message}", markup=False, highlight=False)
+        out.append(text(f"  {death.message}", err=True))
     if death.remediation:
-        err.print(f"hint: {death.remediation}", markup=False, highlight=False)
+        out.append(text(f"hint: {death.remediation}", err=True))
     if death.tail:
-        err.print(f"last lines of {death.log}:", markup=False, highlight=False)
-        for line in death.tail:
-            err.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
+        out.append(text(f"last lines of {death.log}:", err=True))
+        out += [Block(f"  | {line}", err=True, markup=False, highlight=False, soft_wrap=True)
+                for line in death.tail]
+    return out
 
 
-class LiveView:
-    """Live progress on stderr while a level runs: requests done, tokens/s now, elapsed.
-
-    On a terminal a rich ``Live`` line redrawn four times a second; otherwise (a pipe,
-    a CI log, the tests) one line per level when it ends, so logs stay readable.
-    """
-
-    def __init__(self, env: Environment):
-        self.env = env
-        self.live: Any = None
-        self.last: tuple[str, Any] | None = None
-
-    def __enter__(self) -> LiveView:
-        if self.env.stderr.is_terminal:
-            from rich.live import Live
-
-            self.live = Live("", console=self.env.stderr, refresh_per_second=4, transient=True)
-            self.live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
-
-    @staticmethod
-    def text(label: str, p: Any, final: bool = False) -> str:
-        total = "?" if p.total is None else str(p.total)
-        errors = f", {p.errors} failed" if p.errors else ""
-        now = "" if final else f", {p.tokens_per_s_now:.1f} tok/s now"
-        return f"{label} c={p.concurrency}: {p.done}/{total} done{errors}{now}, {p.elapsed_s:.1f} s"
-
-    def progress(self, label: str, p: Any) -> None:
-        self.last = (label, p)
-        if self.live is not None:
-            from rich.text import Text
-
-            self.live.update(Text(self.text(label, p)))  # plain: no number highlighting
-
-    def note(self, text: str) -> None:
-        self.done()
-        self.env.stderr.print(text, markup=False, highlight=False)
-
-    def done(self) -> None:
-        """The level ended: its last progress as one line (off a terminal)."""
-        if self.last is not None and self.live is None:
-            self.env.stderr.print(self.text(*self.last, final=True), markup=False,
-                                  highlight=False)
-        self.last = None

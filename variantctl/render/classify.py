@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from variantctl.env import Environment
 from variantctl.logs.bounded import visible
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.result import SCHEMA, Match, Result
+from variantctl.render.output import Block
 
 Row = tuple[str, Result, Sequence[Mismatch]]
 _STYLE = {"ok": "green", "failed": "red", "hang": "yellow", "unknown": "magenta",
@@ -32,10 +32,8 @@ _CONFIG_ROWS = (
 )
 
 
-def print_json_results(env: Environment, rows: Sequence[Row], expect: str | None) -> None:
+def results_json(rows: Sequence[Row], expect: str | None) -> dict[str, Any]:
     """``{"schema": …, "logs": [{"path": …, <result>, "expect": …}]}``."""
-    from variantctl.render.output import print_json
-
     logs: list[dict[str, Any]] = []
     for path, result, mismatches in rows:
         item: dict[str, Any] = {"path": path, **result.to_json()}
@@ -45,38 +43,42 @@ def print_json_results(env: Environment, rows: Sequence[Row], expect: str | None
             "mismatches": [m.to_json() for m in mismatches],
         }
         logs.append(item)
-    print_json(env, {"schema": SCHEMA, "logs": logs})
+    return {"schema": SCHEMA, "logs": logs}
 
 
-def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
-                  explain: bool) -> None:
+def result_blocks(rows: Sequence[Row], expect: str | None, *, explain: bool) -> list[Block]:
+    """Each log's verdict, evidence, fix, facts and expectations (stdout)."""
     from rich.padding import Padding
     from rich.table import Table
 
-    out = env.stdout
+    blocks: list[Block] = []
+
+    def add(body: Any = "", *, highlight: bool | None = None) -> None:
+        blocks.append(Block(body, highlight=highlight))
+
     for i, (path, r, mismatches) in enumerate(rows):
         if i:
-            out.print()
+            add()
         style = _STYLE.get(r.kind, "")
         sig = f" {r.signature}" if r.signature else ""
-        out.print(f"[bold]{_safe(path)}[/]: [{style}]{r.kind.upper()}{_safe(sig)}[/]"
+        add(f"[bold]{_safe(path)}[/]: [{style}]{r.kind.upper()}{_safe(sig)}[/]"
                   f" — {_safe(r.title)}")
-        out.print(f"  {_safe(r.message)}", highlight=False)
-        out.print(f"  phase: {r.phase}", highlight=False)
+        add(f"  {_safe(r.message)}", highlight=False)
+        add(f"  phase: {r.phase}", highlight=False)
         if r.note:
-            out.print(f"  note: {_safe(r.note)}", highlight=False)
+            add(f"  note: {_safe(r.note)}", highlight=False)
         for ev in r.evidence:
-            out.print(f"  [dim]{ev.line:>6} |[/] {_safe(ev.text)}", highlight=False)
+            add(f"  [dim]{ev.line:>6} |[/] {_safe(ev.text)}", highlight=False)
         if r.remediation:
-            out.print(f"  [bold]fix:[/] {_safe(r.remediation)}", highlight=False)
+            add(f"  [bold]fix:[/] {_safe(r.remediation)}", highlight=False)
         if r.warnings:
-            out.print(f"  warnings ({len(r.warnings)}):")
+            add(f"  warnings ({len(r.warnings)}):")
             for w in r.warnings:
-                _print_match(env, w, explain)
+                blocks += _match_blocks(w, explain)
         if r.also and (explain or r.kind != "ok"):
-            out.print(f"  also seen ({len(r.also)}):")
+            add(f"  also seen ({len(r.also)}):")
             for a in r.also:
-                _print_match(env, a, explain)
+                blocks += _match_blocks(a, explain)
         table = Table(box=None, show_header=False, pad_edge=False)
         table.add_column("fact", style="bold", no_wrap=True)
         table.add_column("value", overflow="fold")
@@ -92,27 +94,29 @@ def print_results(env: Environment, rows: Sequence[Row], expect: str | None, *,
             for key, value in f.requested.items():
                 table.add_row(f"requested {key}", _fmt(value))
         if table.row_count:
-            out.print("  facts:")
-            out.print(Padding(table, (0, 0, 0, 4), expand=False))
+            add("  facts:")
+            add(Padding(table, (0, 0, 0, 4), expand=False))
         if f.config_differences:
-            out.print(f"  [yellow]findings ({len(f.config_differences)}):[/]")
+            add(f"  [yellow]findings ({len(f.config_differences)}):[/]")
             for d in f.config_differences:
-                out.print(f"    - {_safe(str(d['message']))}", highlight=False)
+                add(f"    - {_safe(str(d['message']))}", highlight=False)
         if expect is not None:
             if mismatches:
-                out.print(f"  [red]expect {_safe(expect)}: {len(mismatches)} mismatch(es)[/]")
+                add(f"  [red]expect {_safe(expect)}: {len(mismatches)} mismatch(es)[/]")
                 for m in mismatches:
-                    out.print(f"    - {_safe(m.describe())}", highlight=False)
+                    add(f"    - {_safe(m.describe())}", highlight=False)
             else:
-                out.print(f"  [green]expect {_safe(expect)}: facts match[/]")
+                add(f"  [green]expect {_safe(expect)}: facts match[/]")
+    return blocks
 
 
-def _print_match(env: Environment, m: Match, explain: bool) -> None:
+def _match_blocks(m: Match, explain: bool) -> list[Block]:
     ev = m.evidence[0] if m.evidence else None
     where = f" (line {ev.line})" if ev else ""
-    env.stdout.print(f"    - {m.signature}{where}: {_safe(m.message)}", highlight=False)
+    out = [Block(f"    - {m.signature}{where}: {_safe(m.message)}", highlight=False)]
     if explain and ev is not None:
-        env.stdout.print(f"      [dim]{_safe(ev.text)}[/]", highlight=False)
+        out.append(Block(f"      [dim]{_safe(ev.text)}[/]", highlight=False))
+    return out
 
 
 #: characters of one log-derived text shown in human output (JSON keeps the line as read)

@@ -17,6 +17,8 @@ def _scale(m: MetricDelta) -> tuple[float, int, str]:
     """Display scale, digits and unit: TTFT in seconds like the seeds wrote it."""
     if m.metric == "ttft_p90":
         return 1e-3, 2, "s"
+    if m.metric == "success":
+        return 1.0, 0, m.unit
     if m.metric in ("tpot_mean", "e2el_p90"):
         return 1.0, 1, m.unit
     return 1.0, 2, m.unit
@@ -66,7 +68,7 @@ def comparison_blocks(c: Comparison) -> list[Block]:
     out: list[Block] = []
     if c.metrics:
         out.append(Block(metrics_table(c)))
-        if any(m.a is not None and m.a.n > 1 or m.b is not None and m.b.n > 1
+        if any((m.a is not None and m.a.n > 1) or (m.b is not None and m.b.n > 1)
                for m in c.metrics):
             out.append(text("with repeats: mean (min–max)"))
     out.append(text(""))

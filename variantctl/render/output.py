@@ -12,8 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from variantctl.env import Environment
-
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
@@ -55,13 +53,3 @@ def error_lines(message: str, hint: str | None) -> list[Block]:
 def json_text(data: Any) -> str:
     """``data`` as the indented JSON document ``--json`` prints (no trailing newline)."""
     return json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=False)
-
-
-def print_json(env: Environment, data: Any) -> None:
-    """Write ``data`` as indented JSON to stdout, without rich markup or highlighting.
-
-    Kept here for callers outside the CLI's rendering area (render/classify.py,
-    cli/benchflow.py); new code uses :func:`variantctl.cli.output.print_json`.
-    """
-    env.stdout.file.write(json_text(data) + "\n")
-    env.stdout.file.flush()

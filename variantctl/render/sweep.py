@@ -14,7 +14,7 @@ def duration(seconds: float | None) -> str:
     """``42s``, ``3m10s``, ``1h05m``."""
     if seconds is None:
         return "?"
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -95,7 +95,7 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
             sk = e["skip"]
             note = (f"{sk['reason']}: {sk.get('signature') or ''} "
                     f"{sk.get('run_id') or sk.get('rule') or ''}").strip()
-        elif e.get("signature"):
+        elif e.get("signature") and e.get("status") != "measured":
             note = f"{e['signature']}: {note}" if note else e["signature"]
         if e.get("stopped_early"):
             note = (note + "; " if note else "") + f"stopped: {e['stopped_early']['reason']}"

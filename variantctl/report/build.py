@@ -150,7 +150,7 @@ def roofline_section(series: Sequence[Series], report: ReportInput) -> Section |
             if agg is None:
                 continue
             r = roofline(shape, peaks, p.concurrency, _context(s), agg.mean, n)
-            rows.append((s.label, str(p.concurrency), f"{n} ({how})", num(r.oi, 1),
+            rows.append((s.label, str(p.concurrency), f"{n} ({how})", num(r.oi, 2),
                          num(r.ridge, 1), r.bound, num(r.achieved_tflops, 3),
                          num(r.ceiling_tflops, 3), num(r.achieved_bandwidth_gbs, 1),
                          f"{100 * r.attainment:.1f}"))
@@ -177,12 +177,14 @@ def build(report: ReportInput) -> ReportDoc:
     failed = [r for r in report.runs if r.record.verdict.kind not in UP]
     summary = (f"{len(report.runs)} run(s), {len(series)} benchmark(s), "
                f"{len(failed)} failed start(s), {len(report.skips)} skipped point(s).")
-    sections = [Section("Runs", (summary,), (runs_table(report.runs),))]
+    unused = tuple(f"Benchmark of {r.run_id} not used: {u}" for r in report.runs
+                   for u in r.unreadable) + tuple(r.note for r in report.runs if r.note)
+    sections = [Section("Runs", (summary, *unused), (runs_table(report.runs),))]
     if series:
         sections.append(Section(
             "Results",
             tables=(points_table(series), curve_table(series, "agg_tps"),
-                    curve_table(series, "ttft_p90")),
+                    curve_table(series, "ttft_p90", 1e-3, "s")),
             plots=(metric_plot(series, "agg_tps", "agg_tps.png"),
                    metric_plot(series, "tpot_mean", "tpot.png"),
                    metric_plot(series, "ttft_p90", "ttft_p90.png", 1e-3, "s")),
@@ -220,4 +222,4 @@ def _gpu_note(series: Sequence[Series], report: ReportInput) -> str:
         n, how = gpus_of(s, report)
         parts.append(f"{s.label}: {n} GPU ({how})")
     return ("Throughput per GPU divides aggregate TPS by the GPUs used — " + "; ".join(parts)
-            + ". 'assumed': no samples and no `gpu:` in hosts.yaml. Labels: concurrency.")
+            + ". 'assumed': no samples and no gpu count in hosts.yaml. Labels: concurrency.")

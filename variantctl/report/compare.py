@@ -166,10 +166,16 @@ def _patches(run: RunInput) -> dict[str, Any]:
 
 
 def _facts(run: RunInput) -> dict[str, Any]:
-    facts: dict[str, Any] = _plain(run.record.facts)
-    config = facts.pop("config", None)
-    if isinstance(config, dict):  # the engine config line, key by key
-        facts.update({f"config.{k}": v for k, v in config.items()})
+    """The engine facts the log stated, one level deep (``config.enforce_eager``,
+    ``requested.max_num_seqs``); timings (``*_seconds``) are measurements, not settings."""
+    facts: dict[str, Any] = {}
+    for key, value in _plain(run.record.facts).items():
+        if key.endswith("_seconds"):
+            continue
+        if isinstance(value, dict):
+            facts.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            facts[key] = value
     return facts
 
 

@@ -27,6 +27,8 @@ img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; border: 1px solid 
 
 
 def _numeric(text: str) -> bool:
+    if text == "–":  # no figure: aligned with the figures of its column
+        return True
     head = text.split(" ", 1)[0].replace(".", "", 1).replace("-", "", 1).replace("/", "", 1)
     return head.isdigit()
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from variantctl.bench.model import BenchResult
-from variantctl.config.hosts import GpuSpec
 from variantctl.errors import NotFoundError, VariantctlError
+from variantctl.hostmodel import GpuSpec
 from variantctl.report.model import ModelShape, Peaks, PlannedSkip, RunInput
 from variantctl.report.roofline import parse_model_shape
 from variantctl.runs.store import RunStore
@@ -25,7 +25,8 @@ SWEEP_SCHEMA = "variantctl.sweep/1"
 MAX_BENCH_JSON = 256 << 20
 
 
-def load_run(store: RunStore, run_id: str, label: str | None = None) -> RunInput:
+def load_run(store: RunStore, run_id: str, label: str | None = None,
+             settings: str = "", note: str = "") -> RunInput:
     """One run (id or unique prefix) and every benchmark file its run.json lists.
 
     A benchmark file that is missing or unreadable does not stop the report: it is
@@ -46,7 +47,7 @@ def load_run(store: RunStore, run_id: str, label: str | None = None) -> RunInput
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError,
                 VariantctlError) as exc:
             bad.append(f"{path}: {exc}")
-    return RunInput(record, tuple(results), tuple(bad), label)
+    return RunInput(record, tuple(results), tuple(bad), label, settings, note)
 
 
 def sweep_state_path(runs_dir: Path, name_or_path: str) -> Path | None:
@@ -92,7 +93,8 @@ def load_sweep(store: RunStore, path: Path,
         run_id = p.get("run_id") if isinstance(p.get("run_id"), str) else None
         if status in ("measured", "failed") and run_id:
             try:
-                runs.append(load_run(store, run_id, label=name))
+                runs.append(load_run(store, run_id, label=name, settings=_values(p),
+                                     note=_stopped(name, p.get("stopped_early"))))
             except NotFoundError:
                 skips.append(PlannedSkip(name, status, message=f"run {run_id} is no longer "
                                          "in the run store", run_id=run_id))
@@ -105,6 +107,24 @@ def load_sweep(store: RunStore, path: Path,
                                  message=_text(p.get("message")) or f"point {status}",
                                  run_id=run_id))
     return _text(data.get("sweep")) or path.stem, runs, skips
+
+
+def _stopped(name: str, stop: Any) -> str:
+    """``stopped_early`` of a point as a sentence, "" when the ladder ran to its end."""
+    if not isinstance(stop, dict):
+        return ""
+    where = f"c={stop.get('concurrency')}" + (f" ({stop['prompt']})" if stop.get("prompt")
+                                              else "")
+    return f"{name}: a stop rule ended the ladder at {where}: {_text(stop.get('reason'))}"
+
+
+def _values(point: Mapping[str, Any]) -> str:
+    """A point's grid values as ``args.max-num-seqs=2, env.X=y`` (JSON scalars as YAML)."""
+    values = point.get("values")
+    if not isinstance(values, dict):
+        return ""
+    return ", ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
+                     for k, v in values.items())
 
 
 def _skip_of(store: RunStore, name: str, skip: Mapping[str, Any],

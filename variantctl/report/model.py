@@ -24,6 +24,10 @@ class RunInput:
     unreadable: tuple[str, ...] = ()
     #: the name the report shows (default: the variant's)
     label: str | None = None
+    #: what sets this point apart, e.g. a sweep point's grid values
+    settings: str = ""
+    #: a line the report shows about this run (a sweep's stop rule ending the ladder)
+    note: str = ""
 
     @property
     def run_id(self) -> str:

@@ -68,10 +68,13 @@ def render_png(plot: PlotData) -> bytes:
         if len(front) > 1:
             ax.plot([p[0] for p in front], [p[1] for p in front], linestyle="--",
                     color="grey", label="Pareto front")
-    if plot.logx:
-        ax.set_xscale("log", base=2)
+    if not plot.pareto:
+        # the ladder's own levels as ticks: 1, 2, 4, not 1.0, 1.2, 1.4
+        if plot.logx:
+            ax.set_xscale("log", base=2)
         ticks = sorted({x for ln in plot.lines for x in ln.xs})
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
     ax.set_title(plot.title)
     ax.set_xlabel(plot.xlabel)
     ax.set_ylabel(plot.ylabel)

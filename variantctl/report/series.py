@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from variantctl.bench.model import BenchResult, LevelResult
+from variantctl.bench.model import BenchResult, LevelResult, Stats
 from variantctl.report.model import RunInput
 
 if TYPE_CHECKING:
@@ -182,24 +182,29 @@ def points_of(levels: Sequence[LevelResult]) -> tuple[Point, ...]:
 # -- the metrics every table and plot shows, by name ----------------------------------------
 
 
-def _ok(get: Callable[[LevelResult], float]) -> Callable[[LevelResult], float | None]:
-    """A metric defined only for levels where some request finished."""
-    return lambda lv: get(lv) if lv.metrics.completed else None
+def _stat_of(get: Callable[[LevelResult], Stats], field: str
+             ) -> Callable[[LevelResult], float | None]:
+    """A statistic of a level, None when its sample was empty (vLLM writes 0 then: a TPS of
+    0 for a level whose requests all came in one chunk would read as a measurement)."""
 
+    def value(lv: LevelResult) -> float | None:
+        stats = get(lv)
+        return float(getattr(stats, field)) if stats.count else None
 
-def _tpot(lv: LevelResult) -> float | None:
-    return lv.metrics.tpot_ms.mean if lv.metrics.tpot_ms.count else None
+    return value
 
 
 #: name -> (heading, unit, getter, higher is better)
 METRICS: dict[str, tuple[str, str, Callable[[LevelResult], float | None], bool]] = {
     "success": ("success", "%", lambda lv: 100.0 * lv.metrics.success_rate, True),
-    "ttft_p90": ("TTFT P90", "ms", _ok(lambda lv: lv.metrics.ttft_ms.p90), False),
-    "tps_p10": ("Output TPS P10", "tok/s", _ok(lambda lv: lv.metrics.output_tps.p10), True),
-    "tps_p50": ("Output TPS P50", "tok/s", _ok(lambda lv: lv.metrics.output_tps.p50), True),
+    "ttft_p90": ("TTFT P90", "ms", _stat_of(lambda lv: lv.metrics.ttft_ms, "p90"), False),
+    "tps_p10": ("Output TPS P10", "tok/s", _stat_of(lambda lv: lv.metrics.output_tps, "p10"),
+                True),
+    "tps_p50": ("Output TPS P50", "tok/s", _stat_of(lambda lv: lv.metrics.output_tps, "p50"),
+                True),
     "agg_tps": ("aggregate TPS", "tok/s", lambda lv: lv.metrics.output_throughput, True),
-    "tpot_mean": ("TPOT mean", "ms", _tpot, False),
-    "itl_p50": ("ITL P50", "ms", _ok(lambda lv: lv.metrics.itl_ms.p50), False),
-    "e2el_p90": ("E2EL P90", "ms", _ok(lambda lv: lv.metrics.e2el_ms.p90), False),
+    "tpot_mean": ("TPOT mean", "ms", _stat_of(lambda lv: lv.metrics.tpot_ms, "mean"), False),
+    "itl_p50": ("ITL P50", "ms", _stat_of(lambda lv: lv.metrics.itl_ms, "p50"), False),
+    "e2el_p90": ("E2EL P90", "ms", _stat_of(lambda lv: lv.metrics.e2el_ms, "p90"), False),
     "req_tput": ("requests/s", "req/s", lambda lv: lv.metrics.request_throughput, True),
 }

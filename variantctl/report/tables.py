@@ -48,18 +48,20 @@ def fig_text(f: Figure | None, digits: int = 2, scale: float = 1.0) -> str:
 
 
 def runs_table(runs: Sequence[RunInput]) -> Table:
-    """Which runs the report covers: id, variant, host, verdict, startup time, benchmarks."""
+    """Which runs the report covers: id, variant, host, verdict, startup time, benchmarks
+    (and the settings of each point, for a sweep's)."""
+    with_settings = any(r.settings for r in runs)
     rows = []
     for r in runs:
         rec = r.record
         v = rec.verdict
         verdict = v.kind + (f" {v.signature}" if v.signature else "")
         ready = rec.timings.get("time_to_ready_s")
-        rows.append((r.name, rec.run_id, str(rec.host.get("name") or ""), verdict,
-                     num(ready, 1) if isinstance(ready, (int, float)) else "–",
-                     str(len(r.results))))
-    return Table("Runs", ("point", "run", "host", "verdict", "ready s", "benchmarks"),
-                 tuple(rows))
+        row = (r.name, rec.run_id, str(rec.host.get("name") or ""), verdict,
+               num(ready, 1) if isinstance(ready, (int, float)) else "–", str(len(r.results)))
+        rows.append((*row, r.settings) if with_settings else row)
+    headers = ("point", "run", "host", "verdict", "ready s", "benchmarks")
+    return Table("Runs", (*headers, "settings") if with_settings else headers, tuple(rows))
 
 
 def points_table(series: Sequence[Series]) -> Table:
@@ -69,35 +71,37 @@ def points_table(series: Sequence[Series]) -> Table:
         for p in s.points:
             total = p.completed + p.failed
             rows.append((
-                s.label, str(p.concurrency), f"{p.completed}/{total}",
+                s.label, str(p.concurrency),
+                f"{p.completed}/{total}" + (" partial" if p.partial else ""),
                 fig_text(p.fig(METRICS["success"][2]), 0),
                 fig_text(p.fig(METRICS["ttft_p90"][2]), 2, 1e-3),
                 fig_text(p.fig(METRICS["tps_p10"][2])),
                 fig_text(p.fig(METRICS["tps_p50"][2])),
                 fig_text(p.fig(METRICS["agg_tps"][2])),
                 fig_text(p.fig(METRICS["tpot_mean"][2]), 1),
-                "partial" if p.partial else "",
             ))
     return Table(
         "Per point",
         ("point", "c", "ok", "success %", "TTFT P90 s", "Output TPS P10", "Output TPS P50",
-         "aggregate TPS", "TPOT ms", ""),
+         "aggregate TPS", "TPOT ms"),
         tuple(rows),
         note="Output TPS is per request (output tokens / (E2EL − TTFT)); aggregate TPS is "
              "output tokens / benchmark duration. With repeats: mean (min–max).",
     )
 
 
-def curve_table(series: Sequence[Series], metric: str = "agg_tps") -> Table:
+def curve_table(series: Sequence[Series], metric: str = "agg_tps", scale: float = 1.0,
+                unit: str | None = None) -> Table:
     """The concurrency curve: one row per concurrency, one column per series."""
-    heading, unit, get, _ = METRICS[metric]
+    heading, default_unit, get, _ = METRICS[metric]
+    unit = unit or default_unit
     levels = sorted({p.concurrency for s in series for p in s.points})
     rows = []
     for c in levels:
         row = [str(c)]
         for s in series:
             point = next((p for p in s.points if p.concurrency == c), None)
-            row.append(fig_text(point.fig(get)) if point else "")
+            row.append(fig_text(point.fig(get), 2, scale) if point else "")
         rows.append(tuple(row))
     return Table(f"Concurrency curve: {heading} ({unit})",
                  ("c", *(s.label for s in series)), tuple(rows))
@@ -141,7 +145,7 @@ def steady_table(series: Sequence[Series]) -> Table:
                          num(st.output_throughput), num(st.ttft_ms.p90 / 1000.0),
                          num(st.tpot_ms.mean, 1), "short" if st.short else ""))
     return Table("Steady state", ("point", "c", "window s", "started/completed",
-                                  "TPS", "TTFT P90 s", "TPOT ms", ""), tuple(rows),
+                                  "TPS", "TTFT P90 s", "TPOT ms", "warning"), tuple(rows),
                  note="Only the time when in-flight requests ≥ ⌈0.95 × concurrency⌉; "
                       "'short': under max(10 s, 10 % of the level).")
 

@@ -15,12 +15,20 @@ from variantctl.report.model import PlannedSkip, ReportInput, RunInput
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.store import RunStore, write_local_atomic
 
+#: every plot a report may draw (build.py), for clearing an earlier report's leftovers
+_PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
+                         "pareto.png"})
+
 
 def _remediation(signature: str) -> str:
     from variantctl.config.catalog import default_catalog
 
     sig = default_catalog().get(signature)
-    return sig.remediation if sig is not None else ""
+    if sig is None or "{" in sig.remediation:
+        # a template filled from the log's numbers ({model_len}); a predicted point has no
+        # log, and its finding's message already says what to change
+        return ""
+    return sig.remediation
 
 
 def gather(env: Environment, sources: Sequence[str], title: str | None
@@ -70,12 +78,19 @@ def gather(env: Environment, sources: Sequence[str], title: str | None
     name = sweeps[0] if len(sweeps) == 1 else (
         unique[0].record.variant_name if len(unique) == 1 else "runs")
     data = ReportInput(
-        title=title or (f"Sweep {sweeps[0]}" if len(sweeps) == 1 else
-                        "Sweeps " + ", ".join(sweeps) if sweeps else "Runs"),
+        title=title or _title(sweeps, unique),
         runs=tuple(unique), skips=tuple(skips), sweep=", ".join(sweeps) or None,
         peaks=peaks, models=model_shapes(unique),
         created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"))
     return data, name
+
+
+def _title(sweeps: Sequence[str], runs: Sequence[RunInput]) -> str:
+    if sweeps:
+        return ("Sweep " if len(sweeps) == 1 else "Sweeps ") + ", ".join(sweeps)
+    names = list(dict.fromkeys(r.record.variant_name for r in runs))
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"Benchmark report: {shown}"
 
 
 def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None,
@@ -109,6 +124,9 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
         from variantctl.report.markdown import render_markdown
 
         # plots first: a report.md never links to a PNG that is not there
+        for stale in _PLOT_NAMES - images.keys():
+            # an earlier report's plot this one does not have (no GPU data now)
+            (out / stale).unlink(missing_ok=True)
         for image_name, png in images.items():
             write_local_atomic(out / image_name, png)
             written.append(out / image_name)

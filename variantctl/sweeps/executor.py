@@ -17,17 +17,24 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from variantctl.bench.model import BenchResult, LevelResult
-from variantctl.bench.params import BenchParams
-from variantctl.config.hosts import Host
+from variantctl.benchparams import BenchParams
 from variantctl.errors import VariantctlError
-from variantctl.launch.core import LaunchContext, LaunchOptions, LaunchResult, launch_variant
-from variantctl.launch.servers import layout_for, list_records, stop_server
+from variantctl.hostmodel import Host
+from variantctl.launch.core import (
+    LaunchContext,
+    LaunchOptions,
+    LaunchResult,
+    LaunchUI,
+    launch_variant,
+)
+from variantctl.launch.launcher import launcher_for
+from variantctl.launch.servers import layout_for, list_records
 from variantctl.launch.watch import Progress
 from variantctl.runs.record import ServerRecord
 from variantctl.sweeps.model import SweepSpec, sweep_of_name
@@ -60,6 +67,8 @@ class PointOutcome:
     benchmarks: tuple[str, ...] = ()
     stopped_early: Mapping[str, Any] | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
+    prefix_cache_resets: int = 0
 
 
 class PointRunner(Protocol):
@@ -102,6 +111,7 @@ class TargetPointRunner:
         self.target, self.host, self.spec, self.ctx = target, host, spec, ctx
         self.ui, self.stop, self.grace, self.clock = ui, stop, grace, clock
         self.include_predicted = include_predicted
+        self._resets = 0
 
     def run_point(self, point: PlannedPoint) -> PointOutcome:
         t0 = self.clock()
@@ -112,8 +122,7 @@ class TargetPointRunner:
                              key_extra={"bench": self.spec.bench_json()})
         self.ui.phase(point, "launch")
         try:
-            result = launch_variant(self.target, self.host, point.variant, opts, self.ctx,
-                                    _PointUI(self.ui, point, self.stop))
+            result = self.start(point, opts, _PointUI(self.ui, point, self.stop))
         except Interrupted:
             self._stop_recorded(point)
             return PointOutcome("interrupted", message="interrupted during the start",
@@ -131,6 +140,7 @@ class TargetPointRunner:
                 "total_s": round(self.clock() - t0, 3), "overhead_s": 0.0})
         record = result.record
         bench_s = 0.0
+        self._resets = 0
         names: list[str] = []
         stopped_early: dict[str, Any] | None = None
         status, message = "measured", ""
@@ -158,20 +168,37 @@ class TargetPointRunner:
             status, message = "error", exc.message
         finally:
             self.ui.phase(point, "stop")
-            stopped = stop_server(self.target, layout_for(self.target, self.host), record,
-                                  grace=self.grace, python=self.host.python)
+            t_stop = self.clock()
+            stopped = launcher_for(self.host).stop(
+                self.target, layout_for(self.target, self.host), record, grace=self.grace)
+            if not stopped.ok:
+                # a process killed at the end of the grace period can take a moment to be
+                # reaped (still listed): look once more before calling it a survivor
+                time.sleep(1.0)
+                stopped = launcher_for(self.host).stop(
+                    self.target, layout_for(self.target, self.host), record, grace=self.grace)
             if not stopped.ok:
                 status = "error"
                 message = (message + "; " if message else "") + (
                     f"could not stop {record.variant} (pid {record.pid}): still running "
                     f"{list(stopped.result.remaining)}")
-        total = self.clock() - t0
+        t_end = self.clock()
+        stop_s = t_end - t_stop
+        total = t_end - t0
         return dataclasses.replace(
-            base, status=status, message=message or base.message, benchmarks=tuple(names),
-            stopped_early=stopped_early,
+            base, status=status, message=message, benchmarks=tuple(names),
+            stopped_early=stopped_early, prefix_cache_resets=self._resets,
             timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
-                     "bench_s": round(bench_s, 3), "total_s": round(total, 3),
-                     "overhead_s": round(max(0.0, total - ttr - bench_s), 3)})
+                     "bench_s": round(bench_s, 3), "stop_s": round(stop_s, 3),
+                     "total_s": round(total, 3),
+                     # the server's own start, its benchmark and its own exit are not
+                     # the sweep's cost; everything else is (docs/sweep.md)
+                     "overhead_s": round(max(0.0, total - ttr - bench_s - stop_s), 3)})
+
+    def start(self, point: PlannedPoint, opts: LaunchOptions, ui: LaunchUI) -> LaunchResult:
+        """Start the point's server and watch it to a verdict (a SLURM runner may
+        reattach to a job instead: variantctl.sweeps.slurm)."""
+        return launch_variant(self.target, self.host, point.variant, opts, self.ctx, ui)
 
     def _stop_recorded(self, point: PlannedPoint) -> None:
         """After a start that raised: stop the point's server if one is still recorded
@@ -182,8 +209,7 @@ class TargetPointRunner:
             layout = layout_for(self.target, self.host)
             record = load_record(self.target, layout, point.name)
             if record is not None:
-                stop_server(self.target, layout, record, grace=self.grace,
-                            python=self.host.python)
+                launcher_for(self.host).stop(self.target, layout, record, grace=self.grace)
 
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams
                 ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
@@ -196,14 +222,16 @@ class TargetPointRunner:
         measured = 0.0
         early: dict[str, Any] | None = None
         death: dict[str, Any] | None = None
-        with reach(self.target, record.port) as base_url:
+        address = launcher_for(self.host).address(self.target, record)
+        with reach(self.target, record.port, address) as base_url:
             for i, concurrency in enumerate(params.concurrency):
-                if i:
-                    _reset_prefix_cache(base_url)
+                if i and _reset_prefix_cache(base_url):
+                    self._resets += 1
                 one = dataclasses.replace(params, concurrency=(concurrency,))
                 self.ui.phase(point, "bench", f"{params.prompt} c={concurrency}")
                 m = Measurement(label=point.name, base_url=base_url, params=one,
-                                target=self.target, host=self.host, record=record)
+                                target=self.target, host=self.host, record=record,
+                                signatures=self.ctx.signatures)
                 outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
                 first = first or outcome.result
                 for lv in outcome.result.levels:
@@ -279,7 +307,7 @@ def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.
         owner = sweep_of_name(rec.variant)
         if owner is None or owner[0] != sweep:
             continue
-        outcome = stop_server(target, layout, rec, grace=grace, python=host.python)
+        outcome = launcher_for(host).stop(target, layout, rec, grace=grace)
         if not outcome.ok:
             raise VariantctlError(
                 f"a server left by an earlier run of sweep {sweep} on host {host.name} "
@@ -289,7 +317,24 @@ def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.
     return stopped
 
 
-RunnerFactory = Callable[[Host, Target, threading.Event], PointRunner]
+#: (host, its open target, the stop flag, the UI to report phases to) -> runner
+RunnerFactory = Callable[[Host, Target, threading.Event, SweepUI], PointRunner]
+
+
+@dataclass
+class _StateUI:
+    """Phases go to the state file too, so a killed variantctl leaves the last one."""
+
+    ui: SweepUI
+    state: SweepState
+
+    def phase(self, point: PlannedPoint, phase: str, detail: str = "") -> None:
+        if phase in ("launch", "bench", "stop"):
+            self.state.update(point.name, phase=phase)
+        self.ui.phase(point, phase, detail)
+
+    def note(self, text: str) -> None:
+        self.ui.note(text)
 
 
 @dataclass
@@ -309,27 +354,35 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     sets the stop flag, waits for the threads to stop their servers and returns."""
     stop = threading.Event()
     out = SweepRun()
-    todo: dict[str, list[PlannedPoint]] = {}
+    # every host with points, even when --resume finds them all done: a killed
+    # variantctl may have left a server there that must not outlive this run
+    todo: dict[str, list[PlannedPoint]] = {p.host: [] for p in plan.to_run}
     for p in plan.to_run:
-        if state.entry(p.name)["status"] in DONE:
-            continue  # --resume: already measured or failed
-        todo.setdefault(p.host, []).append(p)
+        if state.entry(p.name)["status"] not in DONE:  # --resume: measured or failed
+            todo[p.host].append(p)
 
     def host_work(name: str, points: Sequence[PlannedPoint]) -> None:
+        from variantctl.sweeps.slurm import for_each_point, leaves_leftovers_running
+
         host = hosts[name]
         try:
             with open_target(host) as target:
-                left = stop_leftovers(target, host, plan.spec.name, grace=grace)
+                left = ([] if leaves_leftovers_running(host)
+                        else stop_leftovers(target, host, plan.spec.name, grace=grace))
                 if left:
                     out.leftovers[name] = left
                     ui.note(f"{name}: stopped {len(left)} server(s) left by an earlier run: "
                             + ", ".join(left))
-                runner = make_runner(host, target, stop)
-                for point in _points(points, stop):
+                runner = make_runner(host, target, stop, _StateUI(ui, state))
+
+                def one(point: PlannedPoint) -> None:
                     state.update(point.name, status="running", phase="launch")
                     outcome = runner.run_point(point)
                     state.update(point.name, **_entry_fields(outcome))
                     ui.phase(point, outcome.status, outcome.message)
+
+                # one server at a time, or up to slurm.max_jobs jobs on a SLURM host
+                for_each_point(host, points, stop, one)
         except VariantctlError as exc:
             out.host_errors[name] = exc
             for point in points:
@@ -356,16 +409,9 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     return out
 
 
-def _points(points: Sequence[PlannedPoint], stop: threading.Event) -> Iterator[PlannedPoint]:
-    for p in points:
-        if stop.is_set():
-            return
-        yield p
-
-
 def _entry_fields(o: PointOutcome) -> dict[str, Any]:
     return {"status": o.status, "phase": None, "run_id": o.run_id, "run_dir": o.run_dir,
             "verdict": o.verdict, "signature": o.signature, "message": o.message,
             "benchmarks": list(o.benchmarks),
             "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
-            "timings": dict(o.timings)}
+            "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings)}

@@ -60,9 +60,12 @@ def _same(a: object, b: object) -> bool:
 
 def expand(spec: SweepSpec) -> tuple[GridPoint, ...]:
     """Every point of the sweep, numbered from 1 in a stable order: bases outer, then
-    the grid in file order (last axis fastest), then the includes."""
+    the grid in file order (last axis fastest), then the includes. Without a grid a
+    sweep is its bases, unless it has includes: then only those."""
     raw: list[tuple[str, dict[GridKey, GridValue]]] = []
-    for base in spec.bases:
+    # no grid but includes: just those points (an empty grid alone is the base itself)
+    grid_bases = spec.bases if spec.axes or not spec.include else ()
+    for base in grid_bases:
         for values in _combinations(spec):
             if any(matches(rule, base, values) for rule in spec.exclude):
                 continue

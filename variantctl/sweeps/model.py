@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from variantctl.bench.params import BenchParams
+from variantctl.benchparams import BenchParams
 
 #: a grid key: ``args.<flag>`` or ``env.<NAME>``; ``base`` in exclusions/includes
 GridKey = str

@@ -18,7 +18,7 @@ from variantctl.variants.model import ResolvedVariant
 from variantctl.variants.rules import Finding
 
 if TYPE_CHECKING:
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
 
 HISTORY = "history"
 PREDICTED = "predicted"
@@ -152,7 +152,8 @@ def make_plan(
         planned.append(PlannedPoint(
             point=point, name=variant.name, host=host, variant=variant, point_key=pkey,
             config_key=ckey, findings=findings, skip=skip,
-            run=skip is None or (include_predicted and skip.reason == PREDICTED), eta_startup_s=eta, eta_source=source,
+            run=skip is None or (include_predicted and skip.reason == PREDICTED),
+            eta_startup_s=eta, eta_source=source,
             eta_bench_s=(bench_seconds or {}).get(pkey),
         ))
     names = tuple(dict.fromkeys(p.host for p in planned))

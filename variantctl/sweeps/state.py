@@ -54,7 +54,8 @@ def point_entry(p: PlannedPoint) -> dict[str, Any]:
         "skip": p.skip.to_json() if p.skip else None,
         "findings": [f.to_dict() for f in p.findings], "eta_s": round(p.eta_s, 1),
         "run_id": None, "run_dir": None, "benchmarks": [], "verdict": None,
-        "signature": None, "message": "", "stopped_early": None, "timings": {},
+        "signature": None, "message": "", "stopped_early": None,
+        "prefix_cache_resets": 0, "timings": {},
     }
 
 

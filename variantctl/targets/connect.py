@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError, VariantctlError
+from variantctl.hostmodel import Host
 from variantctl.targets.base import Target
 from variantctl.targets.local import LocalTarget
 

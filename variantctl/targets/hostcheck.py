@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
+from variantctl.hostmodel import Host
 from variantctl.targets.base import Target
 
 _PROBE = "import sys; print(sys.version.split()[0]); print(sys.executable)"
@@ -79,7 +79,7 @@ def _expand(target: Target, host: Host) -> str:
 
 
 def _exists(target: Target, program: str) -> bool:
-    from variantctl.targets.ssh import quote_path
+    from variantctl.shellquote import quote_path
 
     try:
         res = target.run(["sh", "-c", f"command -v {quote_path(program)} >/dev/null"],

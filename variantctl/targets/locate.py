@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
+from variantctl.hostmodel import Host
 from variantctl.targets.base import Target
 
 _SCRIPT = r"""

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from variantctl.errors import TargetError
+from variantctl.shellquote import quote as _sq
+from variantctl.shellquote import quote_path
 from variantctl.targets.base import Target
-from variantctl.targets.ssh import quote_path
 
 #: /proc/net/tcp state code of a listening socket
 _TCP_LISTEN = "0A"
@@ -319,9 +320,3 @@ def http_status(
     finally:
         with suppress(Exception):  # closing a dead channel must not mask the result
             sock.close()
-
-
-def _sq(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError, VariantctlError
+from variantctl.hostmodel import Host
 from variantctl.targets.base import Target
 
 _SCRIPT = r"""

@@ -16,8 +16,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from variantctl.config.hosts import SlurmSpec
 from variantctl.errors import TargetError
+from variantctl.hostmodel import SlurmSpec
 from variantctl.targets.base import RunResult, Target
 
 #: states in which a job still holds (or waits for) resources

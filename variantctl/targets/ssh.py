@@ -22,7 +22,6 @@ import os
 import posixpath
 import re
 import secrets
-import shlex
 import socket
 import stat as statmod
 import threading
@@ -32,8 +31,9 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from variantctl.config.hosts import Host
 from variantctl.errors import TargetError
+from variantctl.hostmodel import Host
+from variantctl.shellquote import build_command
 from variantctl.targets.base import FileStat, RunResult, error_from_oserror
 from variantctl.targets.guard import LinkRefused
 
@@ -79,36 +79,6 @@ print("LOCKED", flush=True)
 sys.stdin.read()
 ' "$lock" "$wait"
 """
-
-
-def quote_path(path: str) -> str:
-    """Shell-quote a remote path, keeping a leading ``~/`` expandable."""
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
-
-
-def build_command(
-    argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
-) -> str:
-    """One POSIX shell command line running ``argv`` with ``env`` in ``cwd``.
-
-    sshd drops most variables sent over the connection (AcceptEnv), so the
-    environment is set inside the command line; every value is quoted.
-    """
-    parts: list[str] = []
-    if cwd:
-        parts.append(f"cd {quote_path(cwd)} &&")
-    if env:
-        parts.append("env")
-        parts.extend(shlex.quote(f"{k}={v}") for k, v in env.items())
-    if not argv:
-        raise ValueError("empty argv")
-    parts.append(quote_path(argv[0]))
-    parts.extend(shlex.quote(a) for a in argv[1:])
-    return " ".join(parts)
 
 
 class SshTarget:

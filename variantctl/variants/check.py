@@ -17,7 +17,7 @@ from variantctl.variants.rules import (
 )
 
 if TYPE_CHECKING:
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
 
 __all__ = ["Finding", "check", "has_errors"]
 

@@ -10,7 +10,7 @@
   for an option), ``true`` a bare ``--flag``, ``false`` ``--no-flag`` where the
   declared vLLM version makes the flag negatable and nothing otherwise, a list
   repeats the flag;
-- the script quotes every word with :func:`shlex.quote`; only a leading ``~/`` of
+- the script quotes every word (:mod:`variantctl.shellquote`); only a leading ``~/`` of
   the program or the model is left to the shell (``"$HOME"/...``), because hosts
   and catalog defaults use it and it must mean the *target's* home.
 """
@@ -18,14 +18,14 @@
 from __future__ import annotations
 
 import re
-import shlex
 from typing import TYPE_CHECKING
 
+from variantctl.shellquote import quote, quote_path
 from variantctl.variants.flags import FLAG_NAME, is_negatable
 from variantctl.variants.model import ArgValue, ResolvedVariant
 
 if TYPE_CHECKING:
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -93,9 +93,7 @@ def render_env(variant: ResolvedVariant, host: Host) -> dict[str, str]:
 
 
 def _shell_word(word: str, *, home: bool) -> str:
-    if home and word.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(word[2:])
-    return shlex.quote(word)
+    return quote_path(word) if home and word.startswith("~/") else quote(word)
 
 
 def render_script(variant: ResolvedVariant, host: Host) -> str:
@@ -120,7 +118,7 @@ def render_script(variant: ResolvedVariant, host: Host) -> str:
     for name in (variant.name, host.name):
         if any(c in name for c in "\0\r\n"):
             raise ValueError(f"control character in name {name!r}")
-    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines += [f"export {name}={quote(value)}" for name, value in env.items()]
     lines.append("exec " + " ".join(words))
     return "\n".join(lines) + "\n"
 

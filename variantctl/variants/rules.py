@@ -26,7 +26,7 @@ from variantctl.variants.model import ResolvedVariant
 from variantctl.variants.modelinfo import ModelInfo
 
 if TYPE_CHECKING:
-    from variantctl.config.hosts import Host
+    from variantctl.hostmodel import Host
 
 ERROR = "error"
 WARNING = "warning"

@@ -10,8 +10,10 @@ from tests.support.fake_openai_server import spawn
 from variantctl.bench import prompts, tools_prompt
 from variantctl.bench.client import build_body
 from variantctl.bench.export import export_paths, vllm_result
-from variantctl.bench.params import BenchParams
+from variantctl.bench.metrics import compute
+from variantctl.bench.model import LevelResult
 from variantctl.bench.runner import run_level
+from variantctl.benchparams import BenchParams
 
 
 def test_export_has_vllm_names_and_units() -> None:
@@ -43,10 +45,7 @@ def test_export_paths() -> None:
     assert export_paths(p, rep) == [Path("/r/out-c1-r1.json"), Path("/r/out-c1-r2.json")]
 
 
-def _fake_level(c: int, rep: int):  # type: ignore[no-untyped-def]
-    from variantctl.bench.metrics import compute
-    from variantctl.bench.model import LevelResult
-
+def _fake_level(c: int, rep: int) -> LevelResult:
     return LevelResult(concurrency=c, metrics=compute((), concurrency=c, duration_s=1.0),
                        requests=(), errors={}, repeat=rep)
 

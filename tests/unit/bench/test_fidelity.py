@@ -20,8 +20,8 @@ import pytest
 from tests.support.fake_openai_server import CHAT_OVERHEAD, spawn
 from variantctl.bench import prompts
 from variantctl.bench.metrics import stats
-from variantctl.bench.params import BenchParams
 from variantctl.bench.runner import run_level
+from variantctl.benchparams import BenchParams
 
 TTFT_MS, ITL_MS, TOKENS = 400.0, 25.0, 32
 REL = 0.02

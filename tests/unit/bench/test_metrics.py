@@ -12,7 +12,7 @@ from variantctl.bench.model import (
     Target,
     tpot_increase,
 )
-from variantctl.bench.params import BenchParams
+from variantctl.benchparams import BenchParams
 
 # r0: sent at 0, chunks at +0.1 +0.2 +0.4 (3 tokens); r1: sent at 0.05, chunks at +0.2
 # +0.3 (2 tokens); r2: HTTP 500 after 0.1 s.

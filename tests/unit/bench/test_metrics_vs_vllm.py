@@ -18,7 +18,7 @@ import pytest
 from variantctl.bench.export import vllm_result
 from variantctl.bench.metrics import compute
 from variantctl.bench.model import LevelResult, RequestResult
-from variantctl.bench.params import BenchParams
+from variantctl.benchparams import BenchParams
 
 pytestmark = pytest.mark.vllm
 

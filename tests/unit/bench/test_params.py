@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from variantctl.bench.params import (
+from variantctl.benchparams import (
     BenchParams,
     parse_concurrency,
     parse_goodput,

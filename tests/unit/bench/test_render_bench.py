@@ -12,9 +12,11 @@ from tests.conftest import make_env
 from variantctl.bench.gpu import GpuSample, not_available, summarize
 from variantctl.bench.metrics import compute
 from variantctl.bench.model import BenchResult, LevelResult, RequestResult, Target
-from variantctl.bench.params import BenchParams
 from variantctl.bench.runner import LiveProgress
-from variantctl.render.bench import LiveView, print_results
+from variantctl.benchparams import BenchParams
+from variantctl.cli.benchview import LiveView
+from variantctl.cli.output import emit
+from variantctl.render.bench import result_blocks
 
 
 def _req(i: int, start: float, ttft: float, latency: float, tokens: int) -> RequestResult:
@@ -46,7 +48,7 @@ def _result() -> BenchResult:
 
 def _render(results: list[tuple[str, BenchResult]]) -> str:
     env = make_env(Path("/nonexistent"), Path("/nonexistent"))
-    print_results(env, results)
+    emit(env, result_blocks(results))
     return env.stdout.file.getvalue()  # type: ignore[attr-defined,no-any-return]
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from tests.support.fake_openai_server import spawn
 from variantctl.bench.model import LevelResult
-from variantctl.bench.params import BenchParams
 from variantctl.bench.runner import (
     LiveProgress,
     arrival_offsets,
@@ -20,6 +19,7 @@ from variantctl.bench.runner import (
     run_level,
     warmup_plan,
 )
+from variantctl.benchparams import BenchParams
 from variantctl.errors import VariantctlError
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from variantctl.runs.record import HostLayout, ServerRecord, safe_name, stamp_of
-from variantctl.targets.ssh import build_command, quote_path
+from variantctl.shellquote import build_command, quote_path
 
 
 def test_build_command_survives_a_real_shell(tmp_path: Path) -> None:

@@ -285,7 +285,8 @@ def test_status_exit_code_when_copies_disagree(project, make_roots, run_cli) -> 
     assert r.code == 3
     r = run_cli(["status", *root_args(roots), "--json"], project=project)  # all patchsets
     assert r.code == 3
-    assert [f["state"] for f in json.loads(r.stdout)["reports"][0]["files"]] == ["pristine", "applied"]
+    files = json.loads(r.stdout)["reports"][0]["files"]
+    assert [f["state"] for f in files] == ["pristine", "applied"]
 
 
 def test_patch_diff_json_and_unknown_host(project, make_roots, run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ from types import MappingProxyType
 import pytest
 
 from tests.unit.patching.conftest import EAGER, REL
-from variantctl.config.hosts import Host
 from variantctl.errors import VariantctlError
+from variantctl.hostmodel import Host
 from variantctl.targets.local import LocalTarget
 from variantctl.targets.roots import discover_roots, resolve_roots
 

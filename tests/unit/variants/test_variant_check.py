@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.unit.variants.conftest import write_project
-from variantctl.config.hosts import Host
 from variantctl.config.variants import load_catalog
+from variantctl.hostmodel import Host
 from variantctl.variants.check import check, has_errors
 from variantctl.variants.model import ResolvedVariant, Vendor
 from variantctl.variants.resolve import resolve

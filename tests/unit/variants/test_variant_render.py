@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.unit.variants.conftest import FIXTURES, write_project
-from variantctl.config.hosts import Host
 from variantctl.config.variants import Catalog, load_catalog
+from variantctl.hostmodel import Host
 from variantctl.variants.model import ResolvedVariant
 from variantctl.variants.render import (
     render_argv,

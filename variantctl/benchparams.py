@@ -1,5 +1,8 @@
 """Benchmark parameters: one frozen value, and the parsers of the CLI's compact options.
 
+A model below ``bench/``, ``sweeps/`` and ``config/`` (a sweep file names them), so
+loading a sweep never imports the load generator.
+
 Parse functions raise :class:`VariantctlError` (exit 2, usage) with a message that
 quotes the bad input, so the CLI prints one ``error:`` line.
 """

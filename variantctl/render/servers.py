@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from variantctl.launch.servers import ServerStatus, StopOutcome
+from variantctl.launch.servers import ServerStatus, StopOutcome, stop_dict
 from variantctl.render.output import Block, text
 from variantctl.targets.connect import HostOutcome
 
@@ -100,24 +100,6 @@ def _state_cell(row: dict[str, Any]) -> str:
     if row["state"] == "stale":
         return f"stale (job {job['state']})"
     return f"{row['state']} on {job['node']}" if job["node"] else str(row["state"])
-
-
-def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
-    return {
-        "host": host,
-        "variant": s.record.variant,
-        "pid": s.record.pid,
-        "port": s.record.port,
-        "stale": s.was_stale,
-        "processes": s.result.found,
-        "killed": s.result.killed,
-        "remaining": list(s.result.remaining),
-        "port_free": s.port_free,
-        "seconds": round(s.result.seconds, 3),
-        "ok": s.ok,
-        **({"job": {"id": s.job.job_id, "state": s.job.state, "exit_code": s.job.exit_code}}
-           if s.job is not None else {}),
-    }
 
 
 def stops_json(outcomes: Sequence[HostOutcome[list[StopOutcome]]]) -> dict[str, Any]:

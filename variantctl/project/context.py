@@ -6,9 +6,10 @@ the CLI (and a sweep) call :func:`prepare` or :func:`context_for` first.
 
 from __future__ import annotations
 
-from variantctl.config.hosts import Host, get_host
+from variantctl.config.hosts import get_host
 from variantctl.env import Environment
 from variantctl.errors import NotFoundError
+from variantctl.hostmodel import Host
 from variantctl.launch.core import LaunchContext
 from variantctl.runs.store import RunStore
 from variantctl.variants.model import ResolvedVariant
@@ -21,7 +22,7 @@ def context_for(env: Environment, variant: ResolvedVariant, hosts: dict[str, Hos
     from variantctl.config.patchsets import load_patchset, patchset_names
 
     if hosts is None:
-        from variantctl.launch.selection import all_hosts
+        from variantctl.project.selection import all_hosts
 
         hosts = dict(all_hosts(env))
     has_patchsets = env.patchsets_dir.is_dir()
@@ -59,7 +60,7 @@ def prepare_watch(env: Environment, name: str, host_name: str | None
     """For ``watch``: the variant if the catalog still has it (a broken catalog is an
     error, never silently the default timeouts), and the host it runs on."""
     from variantctl.config.variants import load_catalog
-    from variantctl.launch.selection import all_hosts, variant_host
+    from variantctl.project.selection import all_hosts, variant_host
     from variantctl.variants.resolve import resolve
 
     catalog = load_catalog(env.variants_dir) if env.variants_dir.is_dir() else None

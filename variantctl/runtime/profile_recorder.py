@@ -34,6 +34,7 @@ without it, GPU numbers are host time only (kernel launches are asynchronous).
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import inspect
 import json
@@ -74,41 +75,48 @@ def _sync() -> None:
 
 
 class Recorder:
-    """The per-process event buffer and its writer."""
+    """The per-process event buffer and its writer.
+
+    The buffer is a deque: ``append`` and ``popleft`` are atomic under the GIL, so a
+    recorded call takes no lock and the writer never loses an event appended while it
+    drains. Each thread keeps its call stack and its native thread id (a system call,
+    made once per thread) in a thread-local.
+    """
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        self.buf: list[tuple[Any, ...]] = []
+        self.buf: collections.deque[tuple[Any, ...]] = collections.deque()
         self.dropped = 0
-        self.lock = threading.Lock()
         self.io_lock = threading.Lock()
+        self.start_lock = threading.Lock()
         self.local = threading.local()
         self.pid = os.getpid()
         self.header_written = False
         self.flusher: threading.Thread | None = None
+        self.names: dict[str, str] = {}
 
-    def stack(self) -> list[str]:
-        st: list[str] | None = getattr(self.local, "stack", None)
-        if st is None:
-            st = self.local.stack = []
+    def thread_state(self) -> list[Any]:
+        """``[call stack, native thread id]`` of the calling thread."""
+        st: list[Any] = [[], threading.get_native_id()]
+        self.local.st = st
         return st
 
     def add(self, event: tuple[Any, ...]) -> None:
-        if os.getpid() != self.pid:
-            self.reset_after_fork()
-        with self.lock:
-            if len(self.buf) >= MAX_BUFFER:
-                self.dropped += 1
-                return
-            self.buf.append(event)
-            full = len(self.buf) >= FLUSH_EVERY
+        # no getpid() here (a system call per event): a fork resets the recorder through
+        # os.register_at_fork
+        buf = self.buf
+        n = len(buf)
+        if n >= MAX_BUFFER:
+            self.dropped += 1
+            return
+        buf.append(event)
         if self.flusher is None:
             self.start_flusher()
-        if full:
+        if (n + 1) % FLUSH_EVERY == 0:
             self.flush()
 
     def start_flusher(self) -> None:
-        with self.lock:
+        with self.start_lock:
             if self.flusher is not None:
                 return
             thread = self.flusher = threading.Thread(target=self.flush_loop,
@@ -123,9 +131,10 @@ class Recorder:
 
     def flush(self) -> None:
         with self.io_lock:
-            with self.lock:
-                events, self.buf = self.buf, []
-                dropped, self.dropped = self.dropped, 0
+            buf = self.buf
+            pop = buf.popleft
+            events = [pop() for _ in range(len(buf))]
+            dropped, self.dropped = self.dropped, 0
             if not events and not dropped:
                 return
             lines: list[str] = []
@@ -133,26 +142,34 @@ class Recorder:
                 lines.append(json.dumps({
                     "variantctl_profile": 1, "pid": self.pid, "wall_ns": time.time_ns(),
                     "mono_ns": time.perf_counter_ns(), "argv": sys.argv[:4]}))
-            lines.extend(json.dumps(e, separators=(",", ":")) for e in events)
+            # json.dumps per event costs microseconds; names are few: encode each once
+            names = self.names
+            for name, start, dur, tid, parent, depth in events:
+                qn = names.get(name)
+                if qn is None:
+                    qn = names[name] = json.dumps(name)
+                qp = "null" if parent is None else names.get(parent)
+                if qp is None:
+                    qp = names[parent] = json.dumps(parent)
+                lines.append(f"[{qn},{start},{dur},{tid},{qp},{depth}]")
             if dropped:
                 lines.append(json.dumps({"dropped": dropped}))
-            path = os.path.join(self.directory, "prof-%d.jsonl" % self.pid)
+            path = os.path.join(self.directory, f"prof-{self.pid}.jsonl")
             try:
                 os.makedirs(self.directory, exist_ok=True)
                 with open(path, "a", encoding="utf-8") as f:
                     f.write("\n".join(lines) + "\n")
                 self.header_written = True
             except OSError:
-                with self.lock:
-                    self.dropped += len(events) + dropped
+                self.dropped += len(events) + dropped
 
     def reset_after_fork(self) -> None:
         # the child inherits the parent's buffer (its events are the parent's to
-        # write) but not its flusher thread
-        self.buf = []
+        # write) but not its flusher thread, and its threads have new ids
+        self.buf = collections.deque()
         self.dropped = 0
-        self.lock = threading.Lock()
         self.io_lock = threading.Lock()
+        self.start_lock = threading.Lock()
         self.local = threading.local()
         self.pid = os.getpid()
         self.header_written = False
@@ -178,7 +195,6 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
         return _identity
     rec = recorder(directory)
     clock = time.perf_counter_ns
-    native_id = threading.get_native_id
 
     def decorate(fn: Any) -> Any:
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -186,7 +202,11 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
-                stack = rec.stack()
+                try:
+                    st = rec.local.st
+                except AttributeError:
+                    st = rec.thread_state()
+                stack = st[0]
                 parent = stack[-1] if stack else None
                 t0 = clock()
                 stack.append(name)
@@ -195,12 +215,16 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
                 finally:
                     t1 = clock()
                     stack.pop()
-                    rec.add((name, t0, t1 - t0, native_id(), parent, len(stack)))
+                    rec.add((name, t0, t1 - t0, st[1], parent, len(stack)))
             return awrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            stack = rec.stack()
+            try:
+                st = rec.local.st
+            except AttributeError:
+                st = rec.thread_state()
+            stack = st[0]
             parent = stack[-1] if stack else None
             if sync:
                 _sync()
@@ -213,7 +237,7 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
                     _sync()
                 t1 = clock()
                 stack.pop()
-                rec.add((name, t0, t1 - t0, native_id(), parent, len(stack)))
+                rec.add((name, t0, t1 - t0, st[1], parent, len(stack)))
         return wrapper
 
     return decorate

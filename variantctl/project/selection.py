@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from variantctl.config.hosts import Host, get_host, load_hosts
+from variantctl.config.hosts import get_host, load_hosts
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
+from variantctl.hostmodel import Host
 
 
 def all_hosts(env: Environment) -> dict[str, Host]:

@@ -1,0 +1,114 @@
+"""SLURM launches of the FAKE GPU-era server (a test double, not vLLM; see
+tests/support/fake_gpu_server.py) through the real sshd and the real cluster:
+cheap, so every job state is covered here; tests/slurm/test_slurm_real.py runs
+the real vLLM CPU server as a job."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.slurm.conftest import Project, slurm_hosts_yaml
+from tests.ssh.launchkit import make_project, run_json
+from tests.support.slurm import SlurmCluster, port_open
+from tests.support.sshd import SshLab
+from variantctl.exitcodes import ExitCode
+
+pytestmark = [pytest.mark.slurm, pytest.mark.ssh]
+
+
+@pytest.fixture
+def project(tmp_path: Path, ssh_lab: SshLab, slurm_cluster: SlurmCluster) -> Iterator[Project]:
+    root = make_project(tmp_path / "project", ssh_lab, pace=0.02)
+    hosts = root / "variants" / "hosts.yaml"
+    hosts.write_text(hosts.read_text() + slurm_hosts_yaml(ssh_lab, slurm_cluster,
+                                                          tmp_path / "shared"))
+    p = Project(root, tmp_path / "cache")
+    yield p
+    for host in ("cluster", "held"):
+        p.cli("stop", "--all", "--host", host, "--grace", "2")
+    slurm_cluster.cancel_all()
+
+
+def job_state(cluster: SlurmCluster, job: int) -> str:
+    out = cluster.run("scontrol", "show", "job", "-o", str(job)).stdout
+    return out.split("JobState=", 1)[1].split()[0]
+
+
+def test_healthy_job_ps_logs_stop(project: Project, slurm_cluster: SlurmCluster) -> None:
+    res = project.cli("launch", "fake-healthy", "--host", "cluster", "--json")
+    out = json.loads(res.stdout)
+    assert res.code == 0 and out["verdict"] == "ready", res.output
+    job = out["pid"]
+    slurm = out["facts"]["slurm"]
+    assert slurm["job_id"] == str(job) and slurm["state"] == "RUNNING"
+    assert slurm["node"] == slurm_cluster.node
+    # a real job of the cluster, named after the variant, logging to the usual path
+    assert (str(job), "fake-healthy", "RUNNING") in slurm_cluster.jobs()
+    log = Path(out["log"])
+    assert log.parent.name == "logs" and "Uvicorn running" in log.read_text()
+    assert run_json(project.path, "fake-healthy")["server"]["pid"] == job
+
+    ps = project.cli("ps", "--host", "cluster", "--json")
+    (srv,) = json.loads(ps.stdout)["servers"]
+    assert srv["state"] == "healthy" and srv["health"] == 200, ps.output
+    assert srv["job"] == {"id": str(job), "state": "RUNNING", "reason": None,
+                          "node": slurm_cluster.node}
+    table = project.cli("ps", "--host", "cluster")
+    assert f"healthy on {slurm_cluster.node}" in table.stdout, table.output
+
+    logs = project.cli("logs", "fake-healthy", "--host", "cluster", "-n", "3")
+    assert logs.code == 0 and "Uvicorn running" in logs.stdout, logs.output
+
+    port = out["port"]
+    assert port_open(port)
+    stop = project.cli("stop", "fake-healthy", "--host", "cluster", "--json")
+    (stopped,) = json.loads(stop.stdout)["stopped"]
+    assert stop.code == 0 and stopped["ok"], stop.output
+    assert stopped["job"]["state"] == "CANCELLED"
+    assert job_state(slurm_cluster, job) == "CANCELLED"
+    assert not port_open(port)
+    assert json.loads(project.cli("ps", "--host", "cluster", "--json").stdout)["servers"] == []
+
+
+def test_failure_signature_and_exit_state(project: Project, slurm_cluster: SlurmCluster
+                                          ) -> None:
+    res = project.cli("launch", "fake-xformers-multistep", "--host", "cluster", "--json")
+    out = json.loads(res.stdout)
+    assert res.code == ExitCode.FAILED and out["verdict"] == "failed", res.output
+    assert out["signature"] == "xformers-multistep-unsupported"
+    assert out["facts"]["slurm"]["node"] == slurm_cluster.node
+    assert not json.loads(project.cli("ps", "--host", "cluster", "--json").stdout)["servers"]
+
+    # a server that dies with no known signature: the job's end state and exit code
+    res = project.cli("launch", "fake-exit", "--host", "cluster", "--json")
+    out = json.loads(res.stdout)
+    assert out["verdict"] == "exited", res.output
+    slurm = out["facts"]["slurm"]
+    assert slurm["state"] == "FAILED" and slurm["exit_code"].split(":")[0] != "0", slurm
+    assert job_state(slurm_cluster, out["pid"]) == "FAILED"
+
+
+def test_pending_reason_is_the_phase_and_stop_cancels(project: Project,
+                                                      slurm_cluster: SlurmCluster) -> None:
+    res = project.cli("launch", "fake-healthy", "--host", "held", "--timeout", "20")
+    assert res.code == ExitCode.TIMEOUT, res.output
+    assert "phase: queued (PartitionDown)" in res.stderr, res.output
+    assert "TIMEOUT fake-healthy on held" in res.stdout, res.output
+    data = run_json(project.path, "fake-healthy")
+    assert data["facts"]["slurm"]["state"] == "PENDING"
+    assert data["facts"]["slurm"]["reason"] == "PartitionDown"
+    # timed out in the queue: the job was cancelled, not left waiting
+    assert job_state(slurm_cluster, data["server"]["pid"]) == "CANCELLED"
+
+    started = project.cli("launch", "fake-healthy", "--host", "held", "--no-wait", "--json")
+    assert started.code == 0, started.output
+    job = json.loads(started.stdout)["pid"]
+    ps = project.cli("ps", "--host", "held")
+    assert "pending (PartitionDown)" in ps.stdout, ps.output
+    stop = project.cli("stop", "fake-healthy", "--host", "held")
+    assert stop.code == 0, stop.output
+    assert job_state(slurm_cluster, job) == "CANCELLED"

@@ -1,0 +1,66 @@
+"""The profile section's values: stacked-bar segments that add up to the step period, the
+table, the loader of stored profile files and the PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from variantctl.bench.profiledata import Event, breakdown
+from variantctl.report.profile import (
+    breakdown_table,
+    load_profiles,
+    render_stacked_png,
+    stacked_bars,
+    step_segments,
+)
+
+MS = 1_000_000
+
+
+def v1_like() -> list[Event]:
+    """Engine core (pid 1): step 10 ms with schedule 1 ms, gaps 2 ms; worker (pid 2): the
+    runner 6 ms inside each step, its forward 4 ms."""
+    out = []
+    for i in range(4):
+        t = i * 12 * MS
+        out += [Event("step", t, 10 * MS, 1, 1, None, 0),
+                Event("schedule", t, 1 * MS, 1, 1, "step", 1),
+                Event("runner", t + 2 * MS, 6 * MS, 2, 5, None, 0),
+                Event("forward", t + 3 * MS, 4 * MS, 2, 5, "runner", 1)]
+    return out
+
+
+def test_segments_add_up_to_the_step_period() -> None:
+    b = breakdown(v1_like())
+    segs = dict(step_segments(b))
+    assert segs == pytest.approx({"schedule": 1.0, "forward": 4.0, "runner (rest)": 2.0,
+                                  "step (unaccounted)": 3.0, "between steps": 2.0})
+    assert sum(segs.values()) == pytest.approx(b["step_period_ms"])
+    assert step_segments(breakdown([])) == []
+
+
+def test_table_and_bars_per_variant_and_level(tmp_path: Path) -> None:
+    b = {"level": "c1", **breakdown(v1_like())}
+    t = breakdown_table([("base", [b])])
+    rows = {r[2]: r for r in t.rows}
+    assert rows["forward"] == ("base", "c1", "forward", "4", "4.000", "4.000", "66.7%")
+    assert rows["runner"][-1] == "60.0% of step"
+    assert rows["(between steps)"][3] == "3"
+    bars = stacked_bars([("base", [b]), ("eager", [])])
+    assert bars is not None and [name for name, _ in bars.bars] == ["base c1"]
+    png = render_stacked_png(bars)
+    assert png.startswith(b"\x89PNG")
+    assert stacked_bars([("x", [])]) is None
+
+
+def test_load_profiles_reads_stored_breakdowns_and_skips_broken_files(tmp_path: Path) -> None:
+    doc = {"levels": [{"label": "c1", "events": [], "breakdown": breakdown(v1_like())},
+                      {"label": "c4", "events": [], "breakdown": breakdown([])}]}
+    (tmp_path / "profile-20260101T000000.json").write_text(json.dumps(doc))
+    (tmp_path / "profile-20260101T000001.json").write_text("{not json")
+    levels = load_profiles(tmp_path)
+    assert [lv["level"] for lv in levels] == ["c1", "c4"]
+    assert levels[0]["step"] == "step"

@@ -1,0 +1,59 @@
+"""The live progress line of ``variantctl bench`` (the CLI's display, like launch's
+ConsoleUI): requests done, tokens/s now, elapsed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from variantctl.env import Environment
+
+
+class LiveView:
+    """Live progress on stderr while a level runs: requests done, tokens/s now, elapsed.
+
+    On a terminal a rich ``Live`` line redrawn four times a second; otherwise (a pipe,
+    a CI log, the tests) one line per level when it ends, so logs stay readable.
+    """
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.live: Any = None
+        self.last: tuple[str, Any] | None = None
+
+    def __enter__(self) -> LiveView:
+        if self.env.stderr.is_terminal:
+            from rich.live import Live
+
+            self.live = Live("", console=self.env.stderr, refresh_per_second=4, transient=True)
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    @staticmethod
+    def text(label: str, p: Any, final: bool = False) -> str:
+        total = "?" if p.total is None else str(p.total)
+        errors = f", {p.errors} failed" if p.errors else ""
+        now = "" if final else f", {p.tokens_per_s_now:.1f} tok/s now"
+        return f"{label} c={p.concurrency}: {p.done}/{total} done{errors}{now}, {p.elapsed_s:.1f} s"
+
+    def progress(self, label: str, p: Any) -> None:
+        self.last = (label, p)
+        if self.live is not None:
+            from rich.text import Text
+
+            self.live.update(Text(self.text(label, p)))  # plain: no number highlighting
+
+    def note(self, text: str) -> None:
+        self.done()
+        self.env.stderr.print(text, markup=False, highlight=False)
+
+    def done(self) -> None:
+        """The level ended: its last progress as one line (off a terminal)."""
+        if self.last is not None and self.live is None:
+            self.env.stderr.print(self.text(*self.last, final=True), markup=False,
+                                  highlight=False)
+        self.last = None

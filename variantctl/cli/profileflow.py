@@ -1,0 +1,135 @@
+"""``bench --profile`` in the CLI: keep the events, export the trace, print the breakdown.
+
+The collecting is :mod:`variantctl.bench.profile`; this module finds (or relaunches)
+the profiled server — it loads the variant catalog, which only the CLI layer does —
+and decides what is said where (stderr notes, tables on stdout), so
+``cli/benchflow.py`` needs a few calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from variantctl.env import Environment
+from variantctl.hostmodel import Host
+from variantctl.runs.record import ServerRecord
+from variantctl.targets.base import Target
+
+
+def _say(env: Environment, line: str) -> None:
+    env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def ensure_profiled_server(env: Environment, target: Target, host: Host, variant: str,
+                           note: Callable[[str], None]) -> tuple[ServerRecord, str]:
+    """The running server of ``variant`` with profiling on (relaunching it if needed)."""
+    from variantctl.bench.profile import ENV, server_profile_dir
+    from variantctl.bench.session import find_server
+    from variantctl.errors import TargetError, VariantctlError
+
+    try:
+        record = find_server(target, host, variant)
+    except TargetError:
+        raise  # the host itself is the problem: a launch would not fare better
+    except VariantctlError as exc:  # not running, still starting, not answering
+        note(f"{variant}: {exc.message}; launching it with profiling on")
+        return _relaunch(env, target, host, variant, note)
+    directory = server_profile_dir(target, record)
+    if directory:
+        return record, directory
+    note(f"{variant}: its server (pid {record.pid}) runs without {ENV}; relaunching it "
+         "with profiling on")
+    return _relaunch(env, target, host, variant, note)
+
+
+def _relaunch(env: Environment, target: Target, host: Host, variant: str,
+              note: Callable[[str], None]) -> tuple[ServerRecord, str]:
+    from variantctl.bench.profile import ENV, profile_dir
+    from variantctl.errors import VariantctlError
+    from variantctl.exitcodes import ExitCode
+    from variantctl.launch.core import LaunchOptions, QuietUI, launch_variant
+    from variantctl.project.context import prepare
+
+    resolved, _, ctx = prepare(env, variant, host=host.name)
+    directory = profile_dir(target, host, variant)
+    profiled = resolved.with_args({}, env={ENV: directory}, origin="bench --profile")
+
+    class _UI(QuietUI):
+        def note(self, text: str) -> None:
+            note(text)
+
+    result = launch_variant(target, host, profiled,
+                            LaunchOptions(replace=True, keep=True, wait=True), ctx, _UI())
+    if result.verdict != "ready" or result.record is None:
+        decision = result.outcome.decision if result.outcome is not None else None
+        message = decision.title if decision is not None else ""
+        raise VariantctlError(
+            f"{variant}: the relaunch with profiling on ended {result.verdict}"
+            + (f": {message}" if message else ""),
+            hint=f"variantctl runs show {result.run_id}" if result.run_id else None,
+            exit_code=ExitCode.FAILED)
+    note(f"{variant}: relaunched with {ENV}={directory} (pid {result.record.pid})")
+    return result.record, directory
+
+
+def after_profiled_run(env: Environment, collector: Any, outcome: Any, record: Any, *,
+                       store: bool, trace: Path | None, several: bool) -> None:
+    """Breakdowns onto the outcome; raw events into the run record; the trace file."""
+    from variantctl.bench import profile
+    from variantctl.render.profile import empty_hint
+
+    outcome.profile = profile.summaries(collector)
+    if not any(lv.events for lv in collector.levels):
+        _say(env, "warning: " + empty_hint(outcome.label, collector.directory))
+    if store:
+        path = profile.store(collector, record, outcome.label, env.now())
+        if path is not None:
+            _say(env, f"{outcome.label}: profile events stored {path}")
+    if trace is not None:
+        own = trace.with_name(f"{trace.stem}-{outcome.label}{trace.suffix or '.json'}") \
+            if several else trace
+        profile.write_trace(collector, own)
+        _say(env, f"{outcome.label}: Chrome trace written {own}")
+
+
+def print_profiles(env: Environment, outcomes: Sequence[Any]) -> None:
+    """The breakdown tables of every profiled outcome."""
+    from variantctl.render.profile import breakdown_tables
+
+    for o in outcomes:
+        if getattr(o, "profile", None):
+            for table in breakdown_tables(o.label, o.profile):
+                env.stdout.print(table)
+
+
+def profile_point_findings(env: Environment, variants: Sequence[Any], hosts: Any) -> list[Any]:
+    """``check``: a warning per variant whose ``requires`` names a profile patchset with
+    points its host's vLLM lacks. Hosts on this machine only: ``check`` does not connect
+    to remote hosts (``apply`` / ``status --host`` show it there)."""
+    from variantctl.config.patchsets import load_patchset
+    from variantctl.errors import VariantctlError
+    from variantctl.targets.local import LocalTarget
+    from variantctl.targets.profilepoints import missing_points
+    from variantctl.variants.rules import Finding
+
+    out: list[Any] = []
+    for v in variants:
+        host = hosts.get(v.host)
+        if host is None or not host.is_local:
+            continue
+        for name in v.requires:
+            try:
+                patchset = load_patchset(env.patchsets_dir, name)
+            except VariantctlError:
+                continue  # the unknown-patchset rule reports it
+            for m in missing_points(LocalTarget(host.name), host, patchset):
+                what = ", ".join(m.points) if m.points else f"module {m.module}"
+                where = f" in {m.root}" if m.root else ""
+                out.append(Finding(
+                    "warning", "profile-points-missing", v.name, None,
+                    f"requires {name}, but host {host.name}'s vLLM lacks the profile "
+                    f"point(s) {what}{where} ({m.reason}); apply would refuse it as "
+                    "drifted: use the profile patchset of this vLLM layout"))
+    return out

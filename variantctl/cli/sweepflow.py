@@ -1,0 +1,187 @@
+"""The ``sweep`` command's flow: load, plan, print the plan; run it with live progress;
+print the outcome and pick the exit code."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from variantctl.env import Environment
+from variantctl.exitcodes import ExitCode
+from variantctl.sweeps.plan import Plan, PlannedPoint
+
+
+def load_plan(env: Environment, name: str, *, hosts: str | None, include_predicted: bool,
+              previous: Mapping[str, Any] | None) -> Plan:
+    """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere)."""
+    from variantctl.config.hosts import get_host
+    from variantctl.config.patchsets import patchset_names
+    from variantctl.config.sweeps import load_sweep, sweeps_dir
+    from variantctl.config.variants import load_catalog
+    from variantctl.errors import NotFoundError
+    from variantctl.launch.core import host_identity
+    from variantctl.runs.run import RunFileError
+    from variantctl.runs.store import RunStore
+    from variantctl.sweeps.history import History
+    from variantctl.sweeps.plan import make_plan
+    from variantctl.variants.resolve import resolve
+
+    project = env.project()
+    spec = load_sweep(sweeps_dir(project), name, display_base=project)
+    catalog = load_catalog(env.variants_dir)
+    bases = {}
+    for base in spec.bases:
+        try:
+            bases[base] = resolve(catalog, base)
+        except NotFoundError as exc:
+            raise NotFoundError(f"{spec.source}: base {exc.message}", hint=exc.hint) from None
+    known = dict(catalog.hosts)
+    names: tuple[str, ...] = spec.hosts
+    if hosts is not None:
+        names = tuple(dict.fromkeys(n.strip() for n in hosts.split(",") if n.strip()))
+        if not names:
+            from variantctl.errors import VariantctlError
+
+            raise VariantctlError("--hosts needs a comma-separated list of host names",
+                                  exit_code=ExitCode.USAGE)
+    # the hosts the points go to (the bases' own only when no host list overrides them):
+    # an unknown one is one error naming it, before anything runs
+    for n in names or tuple(b.host for b in bases.values()):
+        get_host(known, n)
+    store = RunStore(env.runs_dir)
+    records = [rec for _, rec in store.records() if not isinstance(rec, RunFileError)]
+    bench_seconds = {}
+    for entry in (previous or {}).get("points", ()):
+        t = entry.get("timings") or {}
+        if entry.get("status") == "measured" and isinstance(t.get("bench_s"), (int, float)):
+            bench_seconds[entry["point_key"]] = float(t["bench_s"])
+    known_patchsets = patchset_names(env.patchsets_dir) if env.patchsets_dir.is_dir() else None
+    return make_plan(spec, bases, known, {n: host_identity(h) for n, h in known.items()},
+                     on_hosts=names, known_patchsets=known_patchsets,
+                     history=History.from_records(records), bench_seconds=bench_seconds,
+                     include_predicted=include_predicted)
+
+
+class ProgressPrinter:
+    """Live progress on stderr, one line per phase change: point i/N per host, ETA."""
+
+    def __init__(self, env: Environment, plan: Plan, clock: Any = time.monotonic):
+        self.env, self.clock = env, clock
+        self.lock = threading.Lock()
+        self.by_host: dict[str, list[PlannedPoint]] = {}
+        for p in plan.to_run:
+            self.by_host.setdefault(p.host, []).append(p)
+        self.started = {h: clock() for h in self.by_host}
+        self.done: dict[str, set[str]] = {h: set() for h in self.by_host}
+        self.spent: dict[str, float] = {h: 0.0 for h in self.by_host}
+
+    def _eta(self, point: PlannedPoint) -> float:
+        """What the host still has to do: this point and the next ones, each as its
+        estimate, scaled by how the finished points compared with theirs."""
+        points = self.by_host[point.host]
+        done = [p for p in points if p.name in self.done[point.host]]
+        scale = 1.0
+        estimated = sum(p.eta_s for p in done)
+        if done and estimated > 0:
+            scale = self.spent[point.host] / estimated
+        rest = [p for p in points if p.name not in self.done[point.host]]
+        return scale * sum(p.eta_s for p in rest)
+
+    def phase(self, point: PlannedPoint, phase: str, detail: str = "") -> None:
+        from variantctl.render.sweep import progress_line
+
+        with self.lock:
+            points = self.by_host.get(point.host, [point])
+            i = next((k for k, p in enumerate(points, 1) if p.name == point.name), 1)
+            if phase in ("measured", "failed", "error", "interrupted"):
+                self.done.setdefault(point.host, set()).add(point.name)
+                self.spent[point.host] = self.clock() - self.started.get(point.host,
+                                                                          self.clock())
+            eta = self._eta(point) if point.host in self.by_host else None
+            line = progress_line(point.host, i, len(points), point, phase, detail, eta)
+            self.env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def note(self, text: str) -> None:
+        with self.lock:
+            self.env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: bool,
+                      hosts: str | None, include_predicted: bool, grace: float,
+                      as_json: bool) -> int:
+    from variantctl.cli.output import emit, print_json
+    from variantctl.project.context import context_for
+    from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
+    from variantctl.sweeps.executor import TargetPointRunner, run_sweep
+    from variantctl.sweeps.state import SweepState, read_state, state_path
+    from variantctl.targets.connect import open_target
+    from variantctl.variants.model import ResolvedVariant
+
+    path = state_path(env.runs_dir, name)
+    previous = read_state(path)
+    plan = load_plan(env, name, hosts=hosts, include_predicted=include_predicted,
+                     previous=previous)
+    if dry_run:
+        if as_json:
+            print_json(env, {"plan": plan_json(plan), "dry_run": True})
+        else:
+            emit(env, plan_blocks(plan, dry_run=True))
+        return ExitCode.OK
+    if not as_json:
+        emit(env, [b for b in plan_blocks(plan, dry_run=False)])
+    if previous is not None and not resume and previous.get("status") != "done":
+        env.stderr.print(f"the last run of sweep {name} did not finish ({path}); starting "
+                         "afresh (--resume continues it instead)", markup=False,
+                         highlight=False, soft_wrap=True)
+    if resume and previous is None:
+        env.stderr.print(f"no earlier run of sweep {name} to resume ({path}); starting it",
+                         markup=False, highlight=False, soft_wrap=True)
+    state = SweepState.begin(path, plan, env.now, previous if resume else None)
+    from variantctl.config.variants import load_catalog
+
+    known = dict(load_catalog(env.variants_dir).hosts)
+    requires = tuple(dict.fromkeys(r for p in plan.points for r in p.variant.requires))
+    ctx = context_for(env, ResolvedVariant(name=name, requires=requires), known)
+    ui = ProgressPrinter(env, plan, env.clock)
+
+    def make_runner(host: Any, target: Any, stop: threading.Event, point_ui: Any
+                    ) -> TargetPointRunner:
+        from variantctl.sweeps.slurm import runner_class
+
+        return runner_class(host)(target, host, plan.spec, ctx, ui=point_ui, stop=stop,
+                                 include_predicted=include_predicted, grace=grace,
+                                 clock=env.clock)
+
+    outcome = run_sweep(plan, state, known, make_runner, ui, open_target=open_target,
+                        clock=env.clock, grace=grace)
+    interrupted = outcome.interrupted or any(
+        e["status"] == "interrupted" for e in state.snapshot()["points"])
+    if interrupted:
+        for e in state.snapshot()["points"]:
+            if e["status"] == "running":
+                state.update(e["name"], status="interrupted", phase=None)
+    state.finish("interrupted" if interrupted else "done")
+    doc = state.snapshot()
+    if as_json:
+        print_json(env, {"sweep": name, "state_file": str(path), "status": doc["status"],
+                         "points": doc["points"],
+                         "host_errors": {h: e.to_json() for h, e in outcome.host_errors.items()}})
+    else:
+        emit(env, result_blocks(doc, str(path)))
+        emit(env, host_error_blocks(sorted(outcome.host_errors.items())))
+    return exit_code(doc, outcome.host_errors, interrupted)
+
+
+def exit_code(doc: Mapping[str, Any], host_errors: Mapping[str, Any], interrupted: bool
+              ) -> int:
+    """130 interrupted; else the worst host error's code (4 unreachable); else 1 when a
+    point that ran was not measured (failed start, server died, error); else 0."""
+    if interrupted:
+        return ExitCode.INTERRUPTED
+    if host_errors:
+        return max(int(e.exit_code) for e in host_errors.values())
+    if any(e["status"] in ("failed", "error") for e in doc.get("points", ())):
+        return ExitCode.FAILED
+    return ExitCode.OK
