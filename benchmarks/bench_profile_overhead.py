@@ -15,7 +15,7 @@ Target: ``patched`` within 1 % of ``plain`` (the decorator returns the function
 itself when the variable is unset: the code that runs is the original); the
 ``profiled`` overhead is reported, not bounded.
 
-    .venv/bin/python benchmarks/bench_profile_overhead.py [--rounds 9] [--requests 96]
+    .venv/bin/python benchmarks/bench_profile_overhead.py [--rounds 6] [--requests 96]
 
 Needs ``make vllm`` (``$VARIANTCTL_VLLM_PYTHON``, ``$VARIANTCTL_TINY_MODEL``).
 About 4 minutes of server starts, then about 20 s per round on a 2-core VM.
@@ -42,12 +42,20 @@ PATCHSET = "profile-decode-v1"
 NAMES = ("plain", "patched", "profiled")
 
 
-def cli(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def cli(project: Path, *args: str, check: bool = True, timeout: float = 900,
+        tries: int = 1) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "variantctl", "--project", str(project), *args]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired as exc:
-        raise SystemExit(f"{' '.join(args)} did not finish in 900 s") from exc
+    for attempt in range(tries):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            break
+        except subprocess.TimeoutExpired:
+            # seen on the shared VM: a bench that has all its answers but never returns;
+            # the measurement is repeated rather than the whole run lost
+            print(f"  ({' '.join(args[:2])} did not finish in {timeout:.0f} s; "
+                  f"{'retrying' if attempt + 1 < tries else 'giving up'})", flush=True)
+    else:
+        raise SystemExit(f"{' '.join(args)} did not finish in {timeout:.0f} s")
     if check and out.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
     return out
@@ -92,7 +100,7 @@ def setup(base: Path) -> Path:
 def measure(project: Path, name: str, requests: int, concurrency: int) -> float:
     out = cli(project, "bench", name, "--json", "--no-store", "--concurrency", str(concurrency),
               "--requests", str(requests), "--output-len", "64", "--ignore-eos",
-              "--warmup", "8")
+              "--warmup", "8", timeout=240, tries=3)
     doc = json.loads(out.stdout)
     tps: float = doc["levels"][0]["metrics"]["output_throughput"]
     return tps
@@ -142,7 +150,7 @@ def per_call_ns(base: Path, n: int = 200_000) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--requests", type=int, default=96)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--seed", type=int, default=13)

@@ -154,8 +154,14 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
                                  include_predicted=include_predicted, grace=grace,
                                  clock=env.clock)
 
-    outcome = run_sweep(plan, state, known, make_runner, ui, open_target=open_target,
-                        clock=env.clock, grace=grace)
+    try:
+        outcome = run_sweep(plan, state, known, make_runner, ui, open_target=open_target,
+                            clock=env.clock, grace=grace)
+    except BaseException:
+        # a bug in a host thread, or a second Ctrl-C: the state must still say this run
+        # did not finish, so the next `sweep` (or --resume) reruns what was running
+        state.finish("interrupted")
+        raise
     interrupted = outcome.interrupted or any(
         e["status"] == "interrupted" for e in state.snapshot()["points"])
     if interrupted:

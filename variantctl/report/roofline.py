@@ -12,12 +12,12 @@ A first-order model, like the seed's: no activations, no prefill, no overlap.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from variantctl.report.model import ModelShape, Peaks
+from variantctl.variants.modelinfo import config_mapping
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2,
                 "float8": 1, "fp8": 1, "int8": 1}
@@ -37,15 +37,9 @@ def parse_model_shape(text: str, source: str, dtype: str | None = None) -> Model
     ``dtype`` (the variant's ``--dtype``) wins over the file's ``torch_dtype``; MoE
     configs (``num_experts_per_tok``) count the experts a token uses.
     """
-    try:
-        data = json.loads(text)
-    except ValueError:
+    data = config_mapping(text)
+    if data is None:
         return None
-    if not isinstance(data, dict):
-        return None
-    inner = data.get("text_config")
-    if isinstance(inner, dict):  # multimodal: the language model's numbers
-        data = {**data, **inner}
     hidden = _int(data, "hidden_size", "n_embd", "d_model")
     layers = _int(data, "num_hidden_layers", "n_layer", "num_layers")
     heads = _int(data, "num_attention_heads", "n_head")

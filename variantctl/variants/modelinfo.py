@@ -29,23 +29,37 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def parse_model_config(text: str, source: str) -> ModelInfo | None:
-    """The facts of a ``config.json`` text, or None when it is not a JSON object.
+def config_mapping(text: str) -> dict[str, Any] | None:
+    """A ``config.json`` text as one mapping, or None when it is not a JSON object.
 
-    Multimodal configs keep the language model's numbers under ``text_config``;
-    those are used when the top level has none.
-    """
+    Multimodal configs keep the language model's numbers under ``text_config``; those
+    fill in what the top level lacks. The one reader of config.json (pre-flight facts
+    here, the report's roofline shape)."""
     try:
         data = json.loads(text)
     except ValueError:
         return None
     if not isinstance(data, dict):
         return None
-    text_config = data.get("text_config")
-    inner: dict[str, Any] = text_config if isinstance(text_config, dict) else {}
+    inner = data.get("text_config")
+    if isinstance(inner, dict):
+        return {**inner, **{k: v for k, v in data.items() if k != "text_config"}}
+    return data
+
+
+def parse_model_config(text: str, source: str) -> ModelInfo | None:
+    """The facts of a ``config.json`` text, or None when it is not a JSON object.
+
+    Multimodal configs keep the language model's numbers under ``text_config``;
+    those are used when the top level has none.
+    """
+    merged = config_mapping(text)
+    if merged is None:
+        return None
+    data = merged
 
     def pick(key: str) -> Any:
-        return data.get(key, inner.get(key))
+        return data.get(key)
 
     arch = data.get("architectures")
     return ModelInfo(
