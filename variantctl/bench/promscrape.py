@@ -318,16 +318,23 @@ class MetricsScraper:
     #: the server has no vLLM /metrics (404, or no vllm: series): scraping stopped
     not_vllm: bool = False
     _task: asyncio.Task[None] | None = None
+    #: set when the level ended: the loop checks it, because a cancellation that lands
+    #: while ``wait_for`` finishes is swallowed on Python < 3.12 and the loop would
+    #: scrape forever (seen: ``bench`` hung 1 run in 6 after the level's last request)
+    _done: bool = False
 
     async def __aenter__(self) -> MetricsScraper:
         self._task = asyncio.create_task(self._loop())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._done = True
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # bounded: one scrape at most (its own timeout) plus a tick, never forever
+            await asyncio.wait({self._task}, timeout=self.interval + 10.0)
+            if not self._task.done():
+                self._task.cancel()
             self._task = None
         # the level's end state (counters after its last request) belongs to the level
         await self.scrape_once()
@@ -354,7 +361,7 @@ class MetricsScraper:
     async def _loop(self) -> None:
         start = self.clock()
         k = 0
-        while not self.not_vllm:
+        while not self.not_vllm and not self._done:
             await self.scrape_once()
             k += 1
             await asyncio.sleep(max(0.0, start + k * self.interval - self.clock()))

@@ -171,3 +171,38 @@ def test_nothing_listening_is_a_scrape_error() -> None:
         port = sock.getsockname()[1]
     with pytest.raises(ScrapeError, match=f"127.0.0.1:{port}"):
         asyncio.run(fetch_metrics("127.0.0.1", port, timeout=2))
+
+
+def test_scraper_ends_even_when_a_cancellation_is_swallowed() -> None:
+    """A cancel that lands while ``asyncio.wait_for`` completes is swallowed on Python <
+    3.12; the scraper must still end with the level (``bench`` once hung forever here)."""
+    import asyncio
+    import contextlib
+    import threading
+
+    from variantctl.bench.promscrape import MetricsScraper
+
+    calls: list[int] = []
+
+    async def swallowing_scrape(self: MetricsScraper) -> None:
+        calls.append(1)
+        # what the stdlib race does to the task: the cancellation is lost in here
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.05)
+
+    async def level() -> None:
+        # a scrape outlasts the interval, so the cancel always lands inside one
+        scraper = MetricsScraper("127.0.0.1", 9, interval=0.001)
+        scraper.scrape_once = swallowing_scrape.__get__(scraper)  # type: ignore[method-assign]
+        async with scraper:
+            await asyncio.sleep(0.1)
+
+    done = threading.Event()
+
+    def run() -> None:
+        asyncio.run(level())
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(20), "the scraper never ended"
+    assert len(calls) >= 2
