@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from variantctl.cli.common import json_option, pass_env
@@ -14,6 +16,9 @@ from variantctl.cli.patchcommon import (
 )
 from variantctl.env import Environment
 
+if TYPE_CHECKING:
+    from variantctl.patching.outcomes import RunReport
+
 
 @click.command()
 @click.argument("name", required=False)
@@ -25,7 +30,9 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
 
     Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
-    copies disagree, 2 when a copy is missing or unreadable.
+    copies disagree, 2 when a copy is missing or unreadable. Without NAME, a patchset
+    one of whose modules exists in no root of the host (another vLLM layout, e.g. the
+    V0 profile points on a V1 install) is listed as it is without failing the command.
     """
     from variantctl.cli import finish
     from variantctl.cli.hostresults import worst_exit_code
@@ -52,8 +59,18 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
         env, runs, multi=bool(hosts_csv), as_json=as_json,
         to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
         render=lambda reports: status_blocks(env.cwd, reports),
-        exit_code=lambda reports: worst_exit_code(r.exit_code for r in reports),
+        exit_code=lambda reports: worst_exit_code(
+            r.exit_code for r in reports if name or not _absent(r)),
     )
     if code:
         finish(code)
 
+
+def _absent(report: RunReport) -> bool:
+    """One of the patchset's modules exists in no root: it is for another vLLM layout
+    (a module missing from only some roots is still a problem, and still counts)."""
+    from variantctl.patching.states import MISSING
+
+    modules = {f.module for f in report.files}
+    return any(all(f.state == MISSING for f in report.files if f.module == m)
+               for m in modules)

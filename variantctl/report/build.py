@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from variantctl.report.model import ReportInput
 from variantctl.report.plots import Line, PlotData
+from variantctl.report.profile import StackedBars, breakdown_table, stacked_bars
 from variantctl.report.roofline import roofline
 from variantctl.report.series import METRICS, Series, series_of
 from variantctl.report.tables import (
@@ -33,7 +34,7 @@ class Section:
     title: str
     paragraphs: tuple[str, ...] = ()
     tables: tuple[Table, ...] = ()
-    plots: tuple[PlotData, ...] = ()
+    plots: tuple[PlotData | StackedBars, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class ReportDoc:
     sections: tuple[Section, ...]
 
     @property
-    def plots(self) -> tuple[PlotData, ...]:
+    def plots(self) -> tuple[PlotData | StackedBars, ...]:
         return tuple(p for s in self.sections for p in s.plots)
 
 
@@ -206,6 +207,18 @@ def build(report: ReportInput) -> ReportDoc:
             sections.append(roof)
     else:
         sections.append(Section("Results", ("No benchmark results in these runs.",)))
+    profiled = [(r.name, r.profiles) for r in report.runs if r.profiles]
+    if profiled:
+        bars = stacked_bars(profiled)
+        sections.append(Section(
+            "Code-level profile",
+            ("Per variant and level (bench --profile): calls, total and share of each "
+             "instrumented point, the unaccounted rest of a step and the time between "
+             "steps; GPU points without sync: true measure host time only "
+             "(docs/profiling.md).",),
+            tables=(breakdown_table(profiled),),
+            plots=(bars,) if bars is not None else (),
+        ))
     if failed or report.skips:
         sections.append(Section("Failures and skipped points",
                                 tables=(failures_table(report.runs, report.skips),)))

@@ -47,7 +47,10 @@ def load_run(store: RunStore, run_id: str, label: str | None = None,
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError,
                 VariantctlError) as exc:
             bad.append(f"{path}: {exc}")
-    return RunInput(record, tuple(results), tuple(bad), label, settings, note)
+    from variantctl.report.profile import load_profiles
+
+    return RunInput(record, tuple(results), tuple(bad), label, settings, note,
+                    profiles=tuple(load_profiles(d.path)))
 
 
 def sweep_state_path(runs_dir: Path, name_or_path: str) -> Path | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from variantctl.bench.model import BenchResult
 from variantctl.runs.run import RunRecord
@@ -28,6 +29,8 @@ class RunInput:
     settings: str = ""
     #: a line the report shows about this run (a sweep's stop rule ending the ladder)
     note: str = ""
+    #: ``bench --profile`` breakdowns measured on this run, one per level (report/profile.py)
+    profiles: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def run_id(self) -> str:

@@ -107,6 +107,11 @@ class StackedBars:
     title: str
     bars: tuple[tuple[str, tuple[tuple[str, float], ...]], ...]
 
+    @property
+    def lines(self) -> tuple[tuple[str, tuple[tuple[str, float], ...]], ...]:
+        """What the Markdown/HTML writers test for "has data" (as on PlotData)."""
+        return self.bars
+
 
 def stacked_bars(items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
                  name: str = "profile_steps.png") -> StackedBars | None:

@@ -100,9 +100,11 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
 
     doc = build(data)
     try:
-        from variantctl.report.plots import render_png
+        from variantctl.report.plots import PlotData, render_png
+        from variantctl.report.profile import render_stacked_png
 
-        images = {p.name: render_png(p) for p in doc.plots if p.lines}
+        images = {p.name: render_png(p) if isinstance(p, PlotData) else render_stacked_png(p)
+                  for p in doc.plots if p.lines}
     except ImportError as exc:  # matplotlib is a dependency; a broken install says so
         raise VariantctlError(f"cannot draw the plots: {exc}",
                               hint="pip install matplotlib (variantctl's dependency)") from None

@@ -334,3 +334,25 @@ def test_a_root_given_twice_through_a_symlink_is_patched_once(project, make_root
     assert r.code == 0, r.output
     assert [f["root"] for f in json.loads(r.stdout)["files"]] == [str(root)]
     assert (root / REL).read_bytes() == AFTER and len(backups(root)) == 1
+
+
+def test_status_of_every_patchset_skips_another_layouts_patchset(  # type: ignore[no-untyped-def]
+        project, make_roots, run_cli) -> None:
+    """Without NAME, a patchset for another vLLM layout (its module exists in no root,
+    like the V0 profile points on a V1 install) is listed but does not fail status; named,
+    it still does."""
+    (project / "patchsets" / "v0-only.yaml").write_text(
+        "name: v0-only\ndescription: a module this layout does not have\n"
+        "module: vllm.worker.model_runner\noperations:\n"
+        "  - id: flag\n    op: set-assignment\n    target: X\n    from: '1'\n    to: '2'\n")
+    roots = make_roots(BEFORE, n=2)
+    every = run_cli(["status", *root_args(roots), "--json"], project=project)
+    assert every.code == 0, every.output
+    states = {r["patchset"]: {f["state"] for f in r["files"]}
+              for r in json.loads(every.stdout)["reports"]}
+    assert states["v0-only"] == {"missing"}
+    named = run_cli(["status", "v0-only", *root_args(roots)], project=project)
+    assert named.code == 2
+    # a module missing from only one of the roots is still a failure without NAME
+    (roots[1] / REL).unlink()
+    assert run_cli(["status", *root_args(roots)], project=project).code == 2

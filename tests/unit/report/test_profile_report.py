@@ -4,10 +4,12 @@ table, the loader of stored profile files and the PNG."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
 from variantctl.bench.profiledata import Event, breakdown
 from variantctl.report.profile import (
     breakdown_table,
@@ -64,3 +66,25 @@ def test_load_profiles_reads_stored_breakdowns_and_skips_broken_files(tmp_path: 
     levels = load_profiles(tmp_path)
     assert [lv["level"] for lv in levels] == ["c1", "c4"]
     assert levels[0]["step"] == "step"
+
+
+def test_report_shows_the_breakdown_and_stacked_bars_of_profiled_runs(
+        run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    from tests.unit.report.builders import level, record, result, store_run
+    from variantctl.runs.store import RunStore
+
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    store = RunStore(project / "runs")
+    run_dir = store_run(store, record("dddddddddd-1", "cpu-base"), [result([
+        level(1, agg=40.0, ttft_p90_ms=50.0, tps_p10=30.0, tps_p50=35.0)])])
+    doc = {"levels": [{"label": "c1", "events": [], "breakdown": breakdown(v1_like())}]}
+    (run_dir / "profile-20260101T000000Z.json").write_text(json.dumps(doc))
+    out = tmp_path / "rep"
+    res = run_cli(["report", "dddddddddd-1", "--out", str(out)], project=project)
+    assert res.code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert "## Code-level profile" in md
+    assert "| cpu-base | c1 | forward | 4 |" in md
+    assert "![Where a step's time goes (ms per step)](profile_steps.png)" in md
+    assert (out / "profile_steps.png").read_bytes().startswith(b"\x89PNG")
