@@ -406,8 +406,8 @@ def host_identity(host: Host) -> dict[str, Any]:
 def key_of(variant: ResolvedVariant, host: Host, patches: tuple[PatchState, ...],
            extra: Mapping[str, Any] | None = None) -> str:
     """The content key of a launch: resolved variant, host, patch state, extras."""
-    ident = {k: v for k, v in host_identity(host).items() if k != "origin"}
-    return run_key(variant.launch_view(), ident, {p.name: p.to_json() for p in patches}, extra)
+    return run_key(variant.launch_view(), host_identity(host),
+                   {p.name: p.to_json() for p in patches}, extra)
 
 
 def start(

@@ -40,7 +40,9 @@ def run_key(
     patches: Mapping[str, Any],
     bench: Mapping[str, Any] | None = None,
 ) -> str:
-    """The content key of a run: sha256 of the canonical JSON of what decides it."""
+    """The content key of a run: sha256 of the canonical JSON of what decides it. Where
+    the host was defined (``origin``, a file:line) is recorded but decides nothing."""
+    host = {k: v for k, v in host.items() if k != "origin"}
     content = {"variant": variant_view, "host": host, "patches": patches, "bench": bench}
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]

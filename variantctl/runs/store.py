@@ -89,8 +89,12 @@ class RunStore:
                 out.append((d, self.read(d.path)))
             except RunFileError as exc:
                 out.append((d, exc))
-        return sorted(out, key=lambda item: (isinstance(item[1], RunFileError),
-                                             getattr(item[1], "created_at", ""), item[0].seq))
+        def order(item: tuple[RunDir, RunRecord | RunFileError]) -> tuple[bool, str, int]:
+            d, rec = item
+            created = rec.created_at if isinstance(rec, RunRecord) else ""
+            return (not isinstance(rec, RunRecord), created, d.seq)
+
+        return sorted(out, key=order)
 
     # -- reading and writing -------------------------------------------------
 

@@ -27,8 +27,7 @@ DEFAULT_STARTUP_S = 60.0
 
 def config_key(view: Mapping[str, Any], host_ident: Mapping[str, Any]) -> str:
     """Content key of a configuration (launch view + host identity, no patches, no bench)."""
-    ident = {k: v for k, v in host_ident.items() if k != "origin"}
-    return run_key(thaw(view), thaw(ident), {}, None)
+    return run_key(thaw(view), thaw(host_ident), {}, None)
 
 
 def record_config_key(record: RunRecord) -> str:

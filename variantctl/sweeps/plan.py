@@ -133,7 +133,7 @@ def make_plan(
         ident = host_idents.get(host, {"name": host})
         view = variant.launch_view()
         ckey = config_key(view, ident)
-        pkey = run_key(view, {k: v for k, v in ident.items() if k != "origin"}, {},
+        pkey = run_key(view, ident, {},
                        {"bench": spec.bench_json()})
         findings = tuple(check([variant], known_patchsets, hosts))
         skip: Skip | None = None
