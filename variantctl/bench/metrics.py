@@ -22,6 +22,11 @@ from variantctl.bench.model import LevelMetrics, RequestResult, Stats, SteadyWin
 STEADY_FRACTION = 0.95
 STEADY_MIN_S = 10.0
 STEADY_MIN_SHARE = 0.10
+# A request whose tokens after the first came faster than this each was not streamed
+# as it decoded: the server held its output back and sent it at once (no decode step
+# takes 0.1 ms; speculative decoding lowers TPOT a few-fold, not a hundred-fold).
+BURST_TPOT_S = 1e-4
+BURST_MIN_TOKENS = 8
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -157,6 +162,12 @@ def vllm_buckets(ok: Sequence[RequestResult]) -> tuple[float, int]:
     return float(max(tokens)), max(active)
 
 
+def delivered_in_burst(r: RequestResult) -> bool:
+    """True when a request's output arrived in one burst rather than token by token."""
+    tpot = r.tpot_s
+    return tpot is not None and r.output_tokens >= BURST_MIN_TOKENS and tpot < BURST_TPOT_S
+
+
 def goodput_count(ok: Sequence[RequestResult], slo_ms: Mapping[str, float]) -> int:
     """Requests meeting every SLO; a one-token request's TPOT counts as 0 (as in vLLM)."""
     good = 0
@@ -195,6 +206,15 @@ def compute(
             f"steady-state window is {steady.duration_s:.1f} s, shorter than "
             f"max({STEADY_MIN_S:.0f} s, {STEADY_MIN_SHARE:.0%} of the run): "
             "use more requests or --duration"
+        )
+    bursts = sum(1 for r in ok if delivered_in_burst(r))
+    if bursts:
+        # Seen on vLLM's CPU server on 2 cores (docs/bench.md): TTFT then measures when
+        # the server let the output go, not prefill; TPOT is near zero.
+        warnings.append(
+            f"{bursts} of {len(ok)} request(s) received all their tokens in one burst at "
+            f"the end (TPOT < {BURST_TPOT_S * 1000:g} ms): the server held the stream back,"
+            " so their TTFT and TPOT describe delivery, not prefill and decode"
         )
     no_usage = sum(1 for r in ok if not r.usage_seen)
     if no_usage:

@@ -159,3 +159,23 @@ def test_attachments_round_trip_as_their_types() -> None:
     back = LevelResult.from_json(level.to_json())
     assert isinstance(back.gpu, GpuSummary) and back.gpu == level.gpu
     assert back.server_metrics is None
+
+
+def test_burst_delivery_is_flagged_only_when_tokens_came_at_once() -> None:
+    # A request whose 64 tokens all arrived within 1 ms after 125 ms of silence (the
+    # vLLM CPU server's starved output thread), beside one streamed at 2 ms a token.
+    burst = RequestResult(index=0, ok=True, start_s=0.0, ttft_s=0.125, latency_s=0.126,
+                          chunk_offsets_s=(0.125, 0.126), prompt_tokens=64,
+                          output_tokens=64, usage_seen=True)
+    streamed = RequestResult(index=1, ok=True, start_s=0.2, ttft_s=0.007, latency_s=0.133,
+                             chunk_offsets_s=tuple(0.007 + 0.002 * i for i in range(64)),
+                             prompt_tokens=64, output_tokens=64, usage_seen=True)
+    # A short answer delivered in one chunk is not a burst: too few tokens to tell.
+    short = RequestResult(index=2, ok=True, start_s=0.4, ttft_s=0.01, latency_s=0.01,
+                          chunk_offsets_s=(0.01,), prompt_tokens=5, output_tokens=4,
+                          usage_seen=True)
+    m = compute((burst, streamed, short), concurrency=1, duration_s=1.0)
+    flagged = [w for w in m.warnings if "in one burst" in w]
+    assert flagged and flagged[0].startswith("1 of 3 request(s)")
+    clean = compute((streamed, short), concurrency=1, duration_s=1.0)
+    assert not any("in one burst" in w for w in clean.warnings)
