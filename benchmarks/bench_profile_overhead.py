@@ -8,7 +8,10 @@ cached venv is never written):
 - ``patched``  — ``profile-decode-v1`` applied, ``VARIANTCTL_PROFILE`` unset;
 - ``profiled`` — the same patched copies, ``VARIANTCTL_PROFILE`` set.
 
-They are measured in interleaved rounds (the order shuffled each round, so a
+Each server's EngineCore threads are pinned once it is up (``engine_pinning.py``):
+unpinned, the CPU server on 2 cores switches in phases of seconds into delivering
+whole requests in one burst, which moved a round's throughput by ±20 % and buried a
+1 % effect. They are measured in interleaved rounds (the order shuffled each round, so a
 slow spell of the shared VM hits all three alike) with ``variantctl bench``;
 the script prints each round's output tok/s, the medians and the ratios.
 Target: ``patched`` within 1 % of ``plain`` (the decorator returns the function
@@ -35,6 +38,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from engine_pinning import pin_engine_threads, server_pid_on_port  # noqa: E402
 
 from tests.support.profile_roots import make_profile_roots  # noqa: E402
 
@@ -84,7 +89,9 @@ def setup(base: Path) -> Path:
                   f"  site_roots: [{root}]\n  env:\n    PYTHONPATH: {root}\n")
     (project / "variants" / "hosts.yaml").write_text(hosts)
     for i, name in enumerate(NAMES):
-        env = "  VLLM_CPU_KVCACHE_SPACE: '1'\n"
+        # one hash seed for all three: string hashing, dict and set layouts then differ
+        # between the servers only by the code they run, not by each start's random seed
+        env = "  VLLM_CPU_KVCACHE_SPACE: '1'\n  PYTHONHASHSEED: '0'\n"
         if name == "profiled":
             env += f"  VARIANTCTL_PROFILE: {base / 'profile'}\n"
         (project / "variants" / f"{name}.yaml").write_text(
@@ -162,7 +169,9 @@ def main() -> None:
         try:
             for name in NAMES:  # one at a time: three parallel starts thrash 2 cores
                 cli(project, "launch", name, "--grace", "5")
-                print(f"started {name}", flush=True)
+                pid = server_pid_on_port(8460 + NAMES.index(name))
+                pinned = pin_engine_threads(pid) if pid else "no server process found"
+                print(f"started {name}: {pinned}", flush=True)
             results: dict[str, list[float]] = {n: [] for n in NAMES}
             for r in range(args.rounds):
                 order = list(NAMES)

@@ -173,6 +173,50 @@ def test_bench_profile_breakdown_trace_and_rollback(lab: Lab, tmp_path: Path) ->
         assert _sha(p) == sha, f"the cached venv's {p} changed"
 
 
+def test_a_sweep_with_profile_true_collects_each_points_breakdown(lab: Lab,
+                                                                  tmp_path: Path) -> None:
+    """``profile: true`` in a sweep file: the point's server starts with the variable
+    set (its own directory on the host), each level's events are collected over SSH and
+    stored in the point's run, the state lists them and ``report SWEEP`` shows the
+    breakdown. The point applies the patchset itself (``requires``); rolled back after."""
+    before = _tree(lab.roots)
+    (lab.project / "sweeps").mkdir(exist_ok=True)
+    (lab.project / "sweeps" / "prof.yaml").write_text(
+        "base: tiny-prof\nprofile: true\n"
+        "bench:\n  concurrency: [1, 2]\n  requests: 8\n"
+        f"  output_len: {OUTPUT_LEN}\n  ignore_eos: true\n  warmup: 2\n")
+    res = lab.cli("sweep", "prof", "--json")
+    assert res.code == 0, res.output
+    (point,) = json.loads(res.stdout)["points"]
+    assert point["status"] == "measured", point
+    (name,) = point["profiles"]
+    run_dir = Path(point["run_dir"])
+    raw = json.loads((run_dir / name).read_text())
+    assert [lv["label"] for lv in raw["levels"]] == ["c1", "c2"]
+    for lv in raw["levels"]:
+        steps = {p["name"]: p for p in lv["breakdown"]["points"]}["EngineCore.step"]
+        # 8 requests × 32 tokens: at least one step per token at c=1, fewer at c=2
+        assert steps["calls"] >= 8 * OUTPUT_LEN // 2, lv["label"]
+        assert len(lv["events"]) == lv["breakdown"]["events"] > 0
+    # the warm-up's events are not a level's: c=1 holds one step per token at most twice
+    c1 = {p["name"]: p for p in raw["levels"][0]["breakdown"]["points"]}
+    assert c1["EngineCore.step"]["calls"] <= 2 * 8 * OUTPUT_LEN
+    # the server ran with the variable set, in a directory of its own on the host
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["variant"]["env"]["VARIANTCTL_PROFILE"].endswith("/profile/tiny-prof@prof-01")
+    assert rec["variant"]["origins"]["env.VARIANTCTL_PROFILE"] == "sweep prof profile: true"
+
+    out = tmp_path / "report"
+    rep = lab.cli("report", "prof", "--out", str(out))
+    assert rep.code == 0, rep.output
+    md = (out / "report.md").read_text()
+    assert "Code-level profile" in md and "EngineCore.step" in md
+
+    back = lab.cli("rollback", PATCHSET, "--host", "gpu1")
+    assert back.code == 0, back.output
+    assert _tree(lab.roots) == before
+
+
 V0_RELEASE = "0.6.3"
 
 

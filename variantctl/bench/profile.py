@@ -34,10 +34,11 @@ from variantctl.bench.profiledata import Event, breakdown, chrome_trace, parse_l
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
+from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
 
-ENV = "VARIANTCTL_PROFILE"
+ENV = PROFILE_ENV
 #: the recorder flushes every 0.5 s (FLUSH_INTERVAL_S in runtime/profile_recorder.py)
 SETTLE_S = 1.2
 _FILE_RE = re.compile(r"prof-(\d+)\.jsonl")
@@ -67,6 +68,12 @@ def server_profile_dir(target: Target, record: ServerRecord) -> str | None:
             value = words[0].split("=", 1)[1] if words else ""
             return value or None
     return None
+
+
+def empty_hint(label: str, directory: str) -> str:
+    """Why a profiled run may have no events (bench --profile and profile: true say it)."""
+    return (f"{label}: no profile events in {directory}: is a profile-decode patchset applied "
+            "to the vLLM this server imports? (variantctl status profile-decode-v1)")
 
 
 @dataclass

@@ -22,9 +22,13 @@ if TYPE_CHECKING:
 @click.command("check")
 @click.argument("names", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Check every variant of the catalog.")
+@click.option("--connect", is_flag=True,
+              help="Also read the SSH hosts (the model's config.json, the profile points "
+                   "of their vLLM); without it only this machine's hosts are read.")
 @json_option
 @pass_env
-def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -> None:
+def check(env: Environment, names: tuple[str, ...], all_: bool, connect: bool,
+          as_json: bool) -> None:
     """Predict startup failures of variants before launching them (non-zero on errors)."""
     from variantctl.cli import finish
     from variantctl.config.patchsets import patchset_names
@@ -40,11 +44,10 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
     catalog = load_catalog(env.variants_dir)
     selected = catalog.names() if all_ else list(dict.fromkeys(names))
     variants = [resolve(catalog, n) for n in selected]
+    models, host_findings = _host_facts(env, variants, catalog.hosts, connect=connect)
     findings = run_check(variants, patchset_names(env.patchsets_dir), catalog.hosts,
-                         models=_local_model_facts(variants, catalog.hosts))
-    from variantctl.cli.profileflow import profile_point_findings
-
-    findings += profile_point_findings(env, variants, catalog.hosts)
+                         models=models)
+    findings += host_findings
     # the first error of a variant is the failure a launch would hit first
     predicted: dict[str, str | None] = {}
     for f in findings:
@@ -61,21 +64,50 @@ def check(env: Environment, names: tuple[str, ...], all_: bool, as_json: bool) -
         finish(ExitCode.FAILED)
 
 
-def _local_model_facts(variants: list[ResolvedVariant], hosts: Mapping[str, Host]
-                       ) -> dict[str, ModelInfo]:
-    """config.json facts of models on this machine (hosts without ssh). ``check`` does not
-    connect to remote hosts; ``launch`` reads the model there before starting it."""
+def _host_facts(env: Environment, variants: list[ResolvedVariant],
+                hosts: Mapping[str, Host], *, connect: bool
+                ) -> tuple[dict[str, ModelInfo], list[Finding]]:
+    """What the hosts say: each variant's model config.json and the profile points its
+    host's vLLM lacks. Hosts on this machine always; SSH hosts only with ``--connect``
+    (one connection each, in parallel): without it ``check`` never connects, and
+    ``launch`` reads the model there before starting it."""
+    from variantctl.cli.profileflow import profile_point_findings
+    from variantctl.targets.base import Target
+    from variantctl.targets.connect import on_hosts
     from variantctl.targets.local import LocalTarget
     from variantctl.targets.modelfacts import read_model_info
+    from variantctl.variants.rules import Finding
 
-    out: dict[str, ModelInfo] = {}
+    by_host: dict[str, list[ResolvedVariant]] = {}
     for v in variants:
-        host = hosts.get(v.host)
-        if host is not None and host.is_local:
-            info = read_model_info(LocalTarget(host.name), v.model)
+        if v.host in hosts:
+            by_host.setdefault(v.host, []).append(v)
+
+    def work(host: Host, target: Target) -> tuple[dict[str, ModelInfo], list[Finding]]:
+        models: dict[str, ModelInfo] = {}
+        for v in by_host[host.name]:
+            info = read_model_info(target, v.model)
             if info is not None:
-                out[v.name] = info
-    return out
+                models[v.name] = info
+        return models, profile_point_findings(env, target, host, by_host[host.name])
+
+    models: dict[str, ModelInfo] = {}
+    findings: list[Finding] = []
+    results = [work(hosts[h], LocalTarget(h)) for h in by_host if hosts[h].is_local]
+    remote = [hosts[h] for h in by_host if not hosts[h].is_local] if connect else []
+    for outcome in on_hosts(remote, work):
+        if outcome.value is not None:
+            results.append(outcome.value)
+        elif outcome.error is not None:
+            for v in by_host[outcome.host.name]:
+                findings.append(Finding(
+                    "warning", "host-unreadable", v.name, None,
+                    f"--connect: host {outcome.host.name} could not be read, so its "
+                    f"model and vLLM were not checked: {outcome.error.message}"))
+    for m, f in results:
+        models.update(m)
+        findings.extend(f)
+    return models, findings
 
 
 def escape(text: str) -> str:

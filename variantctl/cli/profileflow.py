@@ -78,7 +78,7 @@ def after_profiled_run(env: Environment, collector: Any, outcome: Any, record: A
                        store: bool, trace: Path | None, several: bool) -> None:
     """Breakdowns onto the outcome; raw events into the run record; the trace file."""
     from variantctl.bench import profile
-    from variantctl.render.profile import empty_hint
+    from variantctl.bench.profile import empty_hint
 
     outcome.profile = profile.summaries(collector)
     if not any(lv.events for lv in collector.levels):
@@ -104,27 +104,27 @@ def print_profiles(env: Environment, outcomes: Sequence[Any]) -> None:
                 env.stdout.print(table)
 
 
-def profile_point_findings(env: Environment, variants: Sequence[Any], hosts: Any) -> list[Any]:
-    """``check``: a warning per variant whose ``requires`` names a profile patchset with
-    points its host's vLLM lacks. Hosts on this machine only: ``check`` does not connect
-    to remote hosts (``apply`` / ``status --host`` show it there)."""
+def profile_point_findings(env: Environment, target: Target, host: Host,
+                           variants: Sequence[Any]) -> list[Any]:
+    """``check``: a warning per variant (all on ``host``, read through ``target``) whose
+    ``requires`` names a profile patchset with points the host's vLLM lacks."""
     from variantctl.config.patchsets import load_patchset
     from variantctl.errors import VariantctlError
-    from variantctl.targets.local import LocalTarget
     from variantctl.targets.profilepoints import missing_points
     from variantctl.variants.rules import Finding
 
     out: list[Any] = []
+    seen: dict[str, list[Any]] = {}  # one read of the host per patchset, not per variant
     for v in variants:
-        host = hosts.get(v.host)
-        if host is None or not host.is_local:
-            continue
         for name in v.requires:
-            try:
-                patchset = load_patchset(env.patchsets_dir, name)
-            except VariantctlError:
-                continue  # the unknown-patchset rule reports it
-            for m in missing_points(LocalTarget(host.name), host, patchset):
+            if name not in seen:
+                try:
+                    patchset = load_patchset(env.patchsets_dir, name)
+                except VariantctlError:
+                    seen[name] = []  # the unknown-patchset rule reports it
+                    continue
+                seen[name] = missing_points(target, host, patchset)
+            for m in seen[name]:
                 what = ", ".join(m.points) if m.points else f"module {m.module}"
                 where = f" in {m.root}" if m.root else ""
                 out.append(Finding(

@@ -67,6 +67,7 @@ _SWEEP = Struct("sweep", {
     "exclude": Field(ListOf(MapOf(Str(), _VALUE))),
     "include": Field(ListOf(MapOf(Str(), _VALUE))),
     "bench": Field(_BENCH),
+    "profile": Field(Bool()),
     "stop": Field(Struct("stop", {
         "min_success_pct": Field(Float(min=0)),
         "max_ttft_p90_ms": Field(Float(min=0)),
@@ -168,6 +169,7 @@ def parse_sweep(doc: Document, name: str) -> SweepSpec:
         hosts=tuple(data.get("hosts") or ()),
         stop=StopRules(stop.get("min_success_pct"), stop.get("max_ttft_p90_ms")),
         port=data.get("port"), description=data.get("description", ""),
+        profile=bool(data.get("profile", False)),
     )
 
 

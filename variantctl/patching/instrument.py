@@ -40,6 +40,7 @@ import libcst as cst
 
 from variantctl.patching.model import Operation
 from variantctl.patching.states import APPLIED, DRIFTED, PRISTINE
+from variantctl.profilevar import PROFILE_ENV
 
 if TYPE_CHECKING:
     from variantctl.patching.engine import _Candidate
@@ -49,7 +50,7 @@ DECORATOR = "_variantctl_profile"
 #: the module-level constant holding the recorder's source
 RUNTIME_CONST = "_VARIANTCTL_PROFILE_RUNTIME"
 #: the environment variable the recorder reads (see variantctl/runtime/profile_recorder.py)
-ENV = "VARIANTCTL_PROFILE"
+ENV = PROFILE_ENV
 
 _BLOCK_TEMPLATE = '''
 # variantctl instrument: profile points, active only when VARIANTCTL_PROFILE=DIR is set

@@ -73,7 +73,3 @@ def breakdown_table(label: str, b: Mapping[str, Any]) -> Table:
 def breakdown_tables(label: str, levels: Sequence[Mapping[str, Any]]) -> list[Table]:
     return [breakdown_table(label, b) for b in levels]
 
-
-def empty_hint(label: str, directory: str) -> str:
-    return (f"{label}: no profile events in {directory}: is a profile-decode patchset applied "
-            "to the vLLM this server imports? (variantctl status profile-decode-v1)")

@@ -36,6 +36,7 @@ from variantctl.launch.core import (
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import layout_for, list_records
 from variantctl.launch.watch import Progress
+from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.sweeps.model import SweepSpec, sweep_of_name
 from variantctl.sweeps.plan import PREDICTED, Plan, PlannedPoint
@@ -65,6 +66,8 @@ class PointOutcome:
     signature: str | None = None
     message: str = ""
     benchmarks: tuple[str, ...] = ()
+    #: ``profile: true``: the ``profile-*.json`` attached to the point's run
+    profiles: tuple[str, ...] = ()
     stopped_early: Mapping[str, Any] | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
@@ -119,9 +122,12 @@ class TargetPointRunner:
         # keep=False: a ready server stays up anyway; a failed, hung or interrupted start
         # is stopped by the launch itself
         opts = LaunchOptions(apply_patches=True, force=forced, keep=False, grace=self.grace,
-                             key_extra={"bench": self.spec.bench_json()})
+                             key_extra=self.spec.key_extra())
         self.ui.phase(point, "launch")
+        collector: Any = None
         try:
+            if self.spec.profile:
+                point, collector = self._profiled(point)
             result = self.start(point, opts, _PointUI(self.ui, point, self.stop))
         except Interrupted:
             self._stop_recorded(point)
@@ -142,12 +148,18 @@ class TargetPointRunner:
         bench_s = 0.0
         self._resets = 0
         names: list[str] = []
+        profiles: list[str] = []
         stopped_early: dict[str, Any] | None = None
         status, message = "measured", ""
         try:
             self.ui.phase(point, "bench")
             for params in self.spec.bench:
-                bench, measured_s, early, death = self._ladder(point, record, params)
+                seen = len(collector.levels) if collector is not None else 0
+                bench, measured_s, early, death = self._ladder(point, record, params,
+                                                               collector)
+                if collector is not None and len(self.spec.bench) > 1:
+                    for lv in collector.levels[seen:]:  # one ladder per prompt set
+                        lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
                 if bench is not None and result.run_dir is not None:
                     data = bench.to_json()
@@ -167,6 +179,8 @@ class TargetPointRunner:
         except VariantctlError as exc:
             status, message = "error", exc.message
         finally:
+            if collector is not None and collector.levels:
+                profiles.extend(self._store_profile(point, record, collector))
             self.ui.phase(point, "stop")
             t_stop = self.clock()
             stopped = launcher_for(self.host).stop(
@@ -187,7 +201,7 @@ class TargetPointRunner:
         total = t_end - t0
         return dataclasses.replace(
             base, status=status, message=message, benchmarks=tuple(names),
-            stopped_early=stopped_early, prefix_cache_resets=self._resets,
+            profiles=tuple(profiles), stopped_early=stopped_early, prefix_cache_resets=self._resets,
             timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
                      "bench_s": round(bench_s, 3), "stop_s": round(stop_s, 3),
                      "total_s": round(total, 3),
@@ -211,7 +225,32 @@ class TargetPointRunner:
             if record is not None:
                 launcher_for(self.host).stop(self.target, layout, record, grace=self.grace)
 
-    def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams
+    def _profiled(self, point: PlannedPoint) -> tuple[PlannedPoint, Any]:
+        """``profile: true``: the point's variant with VARIANTCTL_PROFILE set to its own
+        directory on the host, and the collector that reads it level by level."""
+        from variantctl.bench.profile import Collector, profile_dir
+
+        directory = profile_dir(self.target, self.host, point.name)
+        variant = point.variant.with_args({}, env={PROFILE_ENV: directory},
+                                          origin=f"sweep {self.spec.name} profile: true")
+        return dataclasses.replace(point, variant=variant), Collector(self.target, directory)
+
+    def _store_profile(self, point: PlannedPoint, record: ServerRecord,
+                       collector: Any) -> list[str]:
+        """The raw events and breakdowns into the point's run (``profile-*.json``)."""
+        from variantctl.bench.profile import empty_hint, store
+
+        if not any(lv.events for lv in collector.levels):
+            self.ui.note(f"warning: {empty_hint(point.name, collector.directory)}")
+        try:
+            path = store(collector, record, point.name, self.ctx.now())
+        except VariantctlError as exc:
+            self.ui.note(f"{point.name}: profile events not stored: {exc.message}")
+            return []
+        return [path.name] if path is not None else []
+
+    def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
+                collector: Any = None
                 ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
         """One prompt set's ladder, level by level (stop rules and prefix-cache resets
         between levels). Returns (merged result, measured seconds, stopped early, death)."""
@@ -231,7 +270,7 @@ class TargetPointRunner:
                 self.ui.phase(point, "bench", f"{params.prompt} c={concurrency}")
                 m = Measurement(label=point.name, base_url=base_url, params=one,
                                 target=self.target, host=self.host, record=record,
-                                signatures=self.ctx.signatures)
+                                signatures=self.ctx.signatures, profile=collector)
                 outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
                 first = first or outcome.result
                 for lv in outcome.result.levels:
@@ -412,6 +451,6 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
 def _entry_fields(o: PointOutcome) -> dict[str, Any]:
     return {"status": o.status, "phase": None, "run_id": o.run_id, "run_dir": o.run_dir,
             "verdict": o.verdict, "signature": o.signature, "message": o.message,
-            "benchmarks": list(o.benchmarks),
+            "benchmarks": list(o.benchmarks), "profiles": list(o.profiles),
             "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
             "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings)}

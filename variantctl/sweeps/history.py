@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.run import RunRecord, run_key, thaw
 from variantctl.sweeps.model import sweep_of_name
 from variantctl.variants.model import ResolvedVariant
@@ -26,8 +27,15 @@ DEFAULT_STARTUP_S = 60.0
 
 
 def config_key(view: Mapping[str, Any], host_ident: Mapping[str, Any]) -> str:
-    """Content key of a configuration (launch view + host identity, no patches, no bench)."""
-    return run_key(thaw(view), thaw(host_ident), {}, None)
+    """Content key of a configuration (launch view + host identity, no patches, no bench).
+
+    The profile directory (``VARIANTCTL_PROFILE``, set by ``profile: true``) is left out:
+    a start that failed with profiling on failed for the same configuration."""
+    plain = thaw(view)
+    env = plain.get("env")
+    if isinstance(env, dict) and PROFILE_ENV in env:
+        plain = {**plain, "env": {k: v for k, v in env.items() if k != PROFILE_ENV}}
+    return run_key(plain, thaw(host_ident), {}, None)
 
 
 def record_config_key(record: RunRecord) -> str:

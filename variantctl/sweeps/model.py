@@ -61,9 +61,16 @@ class SweepSpec:
     stop: StopRules = StopRules()
     port: int | None = None
     description: str = ""
+    #: ``profile: true``: every point's server runs with VARIANTCTL_PROFILE set and each
+    #: level's profile events are collected (as ``bench --profile`` does)
+    profile: bool = False
 
     def bench_json(self) -> list[dict[str, Any]]:
         return [b.to_json() for b in self.bench]
+
+    def key_extra(self) -> dict[str, Any]:
+        """What besides the point itself makes a measurement distinct (its run key)."""
+        return {"bench": self.bench_json(), **({"profile": True} if self.profile else {})}
 
 
 @dataclass(frozen=True)

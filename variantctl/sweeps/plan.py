@@ -133,8 +133,7 @@ def make_plan(
         ident = host_idents.get(host, {"name": host})
         view = variant.launch_view()
         ckey = config_key(view, ident)
-        pkey = run_key(view, ident, {},
-                       {"bench": spec.bench_json()})
+        pkey = run_key(view, ident, {}, spec.key_extra())
         findings = tuple(check([variant], known_patchsets, hosts))
         skip: Skip | None = None
         past = history.last_failure(ckey)

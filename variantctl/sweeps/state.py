@@ -53,7 +53,7 @@ def point_entry(p: PlannedPoint) -> dict[str, Any]:
         "status": "skipped" if not p.run else "pending", "phase": None,
         "skip": p.skip.to_json() if p.skip else None,
         "findings": [f.to_dict() for f in p.findings], "eta_s": round(p.eta_s, 1),
-        "run_id": None, "run_dir": None, "benchmarks": [], "verdict": None,
+        "run_id": None, "run_dir": None, "benchmarks": [], "profiles": [], "verdict": None,
         "signature": None, "message": "", "stopped_early": None,
         "prefix_cache_resets": 0, "timings": {},
     }
@@ -89,7 +89,8 @@ class SweepState:
             "description": spec.description, "status": "running",
             "started_at": (previous or {}).get("started_at", stamp) if previous else stamp,
             "updated_at": stamp, "finished_at": None, "hosts": list(plan.hosts),
-            "bench": spec.bench_json(), "stop": spec.stop.to_json(), "points": points,
+            "bench": spec.bench_json(), "profile": spec.profile,
+            "stop": spec.stop.to_json(), "points": points,
         }
         state = cls(path, doc, now)
         state.save()

@@ -68,8 +68,8 @@ def on_hosts(
         except VariantctlError as exc:
             return HostOutcome(host, error=exc)
 
-    if len(hosts) == 1:
-        return [one(hosts[0])]
+    if len(hosts) <= 1:
+        return [one(h) for h in hosts]
     with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
         return list(pool.map(one, hosts))
 

@@ -54,6 +54,36 @@ def test_a_full_file_is_modelled() -> None:
     assert spec.axes[0].origin == "sweeps/t.yaml:6"
     assert [b.warmup for b in spec.bench] == ["2", "2"]
     assert spec.stop.min_success_pct == 100.0
+    assert spec.profile is False
+
+
+def test_profile_true_is_part_of_the_point_key_not_of_the_configuration(tmp_path: Path) -> None:
+    from tests.conftest import REPO
+    from variantctl.config.variants import load_catalog
+    from variantctl.hostmodel import Host
+    from variantctl.launch.core import host_identity
+    from variantctl.sweeps.history import config_key
+    from variantctl.sweeps.plan import make_plan
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(REPO / "variants")
+    base = {"cpu-eager": resolve(catalog, "cpu-eager")}
+    host = base["cpu-eager"].host
+    hosts = {host: Host(name=host, workdir=str(tmp_path))}
+    idents = {host: host_identity(hosts[host])}
+    plain = make_plan(parse("base: cpu-eager\n"), base, hosts, idents).points[0]
+    spec = parse("base: cpu-eager\nprofile: true\n")
+    assert spec.profile is True and spec.key_extra()["profile"] is True
+    profiled = make_plan(spec, base, hosts, idents).points[0]
+    # a profiled measurement is another measurement (state, resume, ETA by point key)...
+    assert profiled.point_key != plain.point_key
+    # ...of the same configuration: a failed profiled start counts for the plain one too
+    assert profiled.config_key == plain.config_key
+    with_dir = plain.variant.with_args({}, env={"VARIANTCTL_PROFILE": "/w/profile/x"},
+                                       origin="test")
+    assert config_key(with_dir.launch_view(), idents[host]) == plain.config_key
+    assert config_key(plain.variant.with_args({}, env={"OTHER": "1"}, origin="t")
+                      .launch_view(), idents[host]) != plain.config_key
 
 
 @pytest.mark.parametrize(("text", "where", "words"), [
@@ -74,6 +104,7 @@ def test_a_full_file_is_modelled() -> None:
      "prompt random needs input_len"),
     ("base: a\nbench:\n  concurrency: [1, 1]\n", "sweeps/t.yaml:3:16", "given twice"),
     ("base: a\ngrid:\n  args:\n    no-foo: [1]\n", "sweeps/t.yaml:4:13", "foo: false"),
+    ("base: a\nprofile: yes please\n", "sweeps/t.yaml:2:10", "expected"),
 ])
 def test_bad_files_name_file_line_and_key(text: str, where: str, words: str) -> None:
     with pytest.raises(ConfigError) as err:
