@@ -75,7 +75,8 @@ def server_pid_on_port(port: int) -> int | None:
 
 
 def pin_engine_threads(server_pid: int) -> str:
-    """Move EngineCore's helper threads to the worker's cores, its main thread off them.
+    """Move EngineCore's helper threads to the worker's cores; its main thread and the
+    API server off them.
 
     Returns what was done, for the benchmark's log line; does nothing (and says so) when
     the processes are not found or the machine has no core to spare.
@@ -91,6 +92,14 @@ def pin_engine_threads(server_pid: int) -> str:
     if not other:
         return "engine threads not pinned: the worker may use every core"
     moved = 0
+    # The API server goes with EngineCore's main thread: left to the OS it sometimes
+    # settles on the worker's core, and that instance is then a few percent slower than
+    # the next one running the same code.
+    for task in (_PROC / str(server_pid) / "task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), other)
+        except OSError:
+            continue
     for engine in engines:
         for task in (_PROC / str(engine) / "task").iterdir():
             tid = int(task.name)
@@ -99,5 +108,5 @@ def pin_engine_threads(server_pid: int) -> str:
                 moved += 1
             except OSError:
                 continue  # a thread that ended meanwhile
-    return (f"engine threads pinned: EngineCore main on cpus {sorted(other)}, "
+    return (f"engine threads pinned: API server and EngineCore main on cpus {sorted(other)}, "
             f"{moved - len(engines)} helper threads with the worker on {sorted(worker_cpus)}")
