@@ -18,7 +18,7 @@ Target: ``patched`` within 1 % of ``plain`` (the decorator returns the function
 itself when the variable is unset: the code that runs is the original); the
 ``profiled`` overhead is reported, not bounded.
 
-    .venv/bin/python benchmarks/bench_profile_overhead.py [--starts 2] [--rounds 6] [--requests 96]
+    .venv/bin/python benchmarks/bench_profile_overhead.py [--starts 4] [--rounds 4] [--requests 96]
 
 Needs ``make vllm`` (``$VARIANTCTL_VLLM_PYTHON``, ``$VARIANTCTL_TINY_MODEL``).
 About 2 minutes of server starts per start, then about 20 s per round on a 2-core VM.
@@ -157,8 +157,8 @@ def per_call_ns(base: Path, n: int = 200_000) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=6, help="rounds per start")
-    ap.add_argument("--starts", type=int, default=2,
+    ap.add_argument("--rounds", type=int, default=4, help="rounds per start")
+    ap.add_argument("--starts", type=int, default=4,
                     help="fresh starts of the three servers")
     ap.add_argument("--requests", type=int, default=96)
     ap.add_argument("--concurrency", type=int, default=4)

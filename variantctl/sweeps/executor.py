@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.benchparams import BenchParams
@@ -43,6 +43,9 @@ from variantctl.sweeps.plan import PREDICTED, Plan, PlannedPoint
 from variantctl.sweeps.state import DONE, SweepState
 from variantctl.sweeps.stoprules import stop_reason
 from variantctl.targets.base import Target
+
+if TYPE_CHECKING:
+    from variantctl.bench.profile import Collector
 
 #: seconds between looks at the interrupt flag while a level runs
 POLL_S = 0.2
@@ -124,7 +127,7 @@ class TargetPointRunner:
         opts = LaunchOptions(apply_patches=True, force=forced, keep=False, grace=self.grace,
                              key_extra=self.spec.key_extra())
         self.ui.phase(point, "launch")
-        collector: Any = None
+        collector: Collector | None = None
         try:
             if self.spec.profile:
                 point, collector = self._profiled(point)
@@ -225,7 +228,7 @@ class TargetPointRunner:
             if record is not None:
                 launcher_for(self.host).stop(self.target, layout, record, grace=self.grace)
 
-    def _profiled(self, point: PlannedPoint) -> tuple[PlannedPoint, Any]:
+    def _profiled(self, point: PlannedPoint) -> tuple[PlannedPoint, Collector]:
         """``profile: true``: the point's variant with VARIANTCTL_PROFILE set to its own
         directory on the host, and the collector that reads it level by level."""
         from variantctl.bench.profile import Collector, profile_dir
@@ -236,7 +239,7 @@ class TargetPointRunner:
         return dataclasses.replace(point, variant=variant), Collector(self.target, directory)
 
     def _store_profile(self, point: PlannedPoint, record: ServerRecord,
-                       collector: Any) -> list[str]:
+                       collector: Collector) -> list[str]:
         """The raw events and breakdowns into the point's run (``profile-*.json``)."""
         from variantctl.bench.profile import empty_hint, store
 
@@ -250,7 +253,7 @@ class TargetPointRunner:
         return [path.name] if path is not None else []
 
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
-                collector: Any = None
+                collector: Collector | None = None
                 ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
         """One prompt set's ladder, level by level (stop rules and prefix-cache resets
         between levels). Returns (merged result, measured seconds, stopped early, death)."""
