@@ -184,12 +184,17 @@ def store(collector: Collector, record: ServerRecord, variant: str, when: Any) -
 
 def write_trace(collector: Collector, path: Path) -> None:
     """``--profile-trace FILE``: the Chrome trace of this run's levels."""
+    trace = chrome_trace([(lv.label, lv.events) for lv in collector.levels])
+    write_trace_file(path, trace, "--profile-trace")
+
+
+def write_trace_file(path: Path, trace: dict[str, Any], option: str) -> None:
+    """Write a Chrome trace atomically; an OSError is one error naming ``option``."""
     from variantctl.runs.store import write_local_atomic
 
-    trace = chrome_trace([(lv.label, lv.events) for lv in collector.levels])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_local_atomic(path, (json.dumps(trace) + "\n").encode())
     except OSError as exc:
-        raise VariantctlError(f"--profile-trace {path}: {exc.strerror or exc}",
+        raise VariantctlError(f"{option} {path}: {exc.strerror or exc}",
                               exit_code=ExitCode.FAILED) from None

@@ -28,7 +28,7 @@ MAX_PROFILE_JSON = 512 << 20
 @pass_env
 def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) -> None:
     """Show the profile breakdown stored in RUN (an id or unique prefix)."""
-    from variantctl.bench.profile import trace_from_document
+    from variantctl.bench.profile import trace_from_document, write_trace_file
     from variantctl.cli.output import print_json
     from variantctl.errors import NotFoundError, VariantctlError
     from variantctl.render.profile import breakdown_tables
@@ -56,7 +56,7 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
               for p, doc in zip(files, docs, strict=True) for lv in doc["levels"]]
     if trace is not None:
         merged = {"levels": [lv for doc in docs for lv in doc["levels"]]}
-        _write(trace, trace_from_document(merged))
+        write_trace_file(trace, trace_from_document(merged), "--trace")
         env.stderr.print(f"Chrome trace written {trace}", markup=False, highlight=False,
                          soft_wrap=True)
     if as_json:
@@ -65,15 +65,3 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
     for table in breakdown_tables(d.variant, levels):
         env.stdout.print(table)
 
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    from variantctl.errors import VariantctlError
-    from variantctl.exitcodes import ExitCode
-    from variantctl.runs.store import write_local_atomic
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_local_atomic(path, (json.dumps(data) + "\n").encode())
-    except OSError as exc:
-        raise VariantctlError(f"--trace {path}: {exc.strerror or exc}",
-                              exit_code=ExitCode.FAILED) from None
