@@ -165,6 +165,49 @@ def test_every_job_gets_a_port_of_its_own(tmp_path: Path) -> None:
         launcher.place(target, layout, variant)
 
 
+def test_launches_choosing_at_once_never_share_a_port(tmp_path: Path) -> None:
+    """A sweep's parallel points choose before any has a record (the CI failure of
+    stop 16: two jobs on one node, both on 34209): the claim decides."""
+    import threading
+
+    target, layout = LocalTarget(), HostLayout(str(tmp_path))
+    host = Host(name="cluster", slurm=SlurmSpec(ports=(9100, 9107)))
+    barrier = threading.Barrier(8)
+    ports: dict[str, int] = {}
+
+    def choose(name: str) -> None:
+        launcher = SlurmLauncher(host, host.slurm)  # type: ignore[arg-type]
+        barrier.wait()
+        ports[name] = launcher.place(target, layout, ResolvedVariant(name=name, port=9000)).port
+
+    threads = [threading.Thread(target=choose, args=(f"p{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(ports.values())) == 8, ports
+    assert set(ports.values()) <= {9000, *range(9100, 9108)}
+
+
+def test_a_claim_lapses_and_a_relaunch_keeps_its_own(tmp_path: Path) -> None:
+    from variantctl.launch.slurm import CLAIM_TTL_S, claim_path
+
+    now = [1000.0]
+    target, layout = LocalTarget(), HostLayout(str(tmp_path))
+    host = Host(name="cluster", slurm=SlurmSpec(ports=(9100, 9101)))
+    launcher = SlurmLauncher(host, host.slurm, clock=lambda: now[0])  # type: ignore[arg-type]
+    assert launcher.place(target, layout, ResolvedVariant(name="a", port=9000)).port == 9000
+    # the same variant launched again keeps its port; another one moves on
+    assert launcher.place(target, layout, ResolvedVariant(name="a", port=9000)).port == 9000
+    assert launcher.place(target, layout, ResolvedVariant(name="b", port=9000)).port == 9100
+    now[0] += CLAIM_TTL_S + 1  # a's launch died before recording its job
+    assert launcher.place(target, layout, ResolvedVariant(name="c", port=9000)).port == 9000
+    assert b'"c"' in target.read_bytes(claim_path(layout, 9000))
+    # a damaged claim cannot hold a port for ever
+    target.write_atomic(claim_path(layout, 9101), b"\x00garbage")
+    assert launcher.place(target, layout, ResolvedVariant(name="d", port=9101)).port == 9101
+
+
 def test_requires_on_a_node_image_is_refused() -> None:
     host = Host(name="cluster", slurm=SlurmSpec(patch_roots="image"))
     launcher = SlurmLauncher(host, host.slurm)  # type: ignore[arg-type]

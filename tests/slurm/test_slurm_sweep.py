@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,6 +92,12 @@ def test_sweep_points_run_as_parallel_jobs(project: Project, slurm_cluster: Slur
     assert s1 < e2 and s2 < e1, times  # both jobs ran at the same time (max_jobs: 2)
     for point in doc["points"]:
         assert point["benchmarks"], point
+    # the jobs shared the node: each had a port of its own, and stopping released it
+    ports = re.findall(r"started tiny-slurm@pair-0\d on cluster: pid \d+, port (\d+)",
+                       res.output)
+    assert len(ports) == 2 and len(set(ports)) == 2, res.output
+    run_dir = project.path.parent / "shared" / "cluster" / "run"
+    assert not list(run_dir.glob("*.claim")), sorted(p.name for p in run_dir.iterdir())
     # every job was cancelled after its benchmark: nothing left in the queue
     assert all(s == "CANCELLED" for _, n, s in slurm_cluster.jobs() if "@pair-" in n)
 

@@ -7,14 +7,20 @@
   phase; once RUNNING ``/health`` is asked on the job's node *through the login
   node* (a direct-tcpip channel of its SSH connection to the node's NodeAddr);
 - place: every job gets a port no other recorded job of this host uses, so two
-  jobs landing on one node never clash;
+  jobs landing on one node never clash; the port is *claimed* on the login node
+  (``run/port-N.claim``, created exclusively) before the job's record exists, so
+  points a sweep launches at once, or two variantctl processes, never pick the same
+  one (a claim lapses after :data:`CLAIM_TTL_S` or when its job is stopped);
 - stop: ``scancel``, then verify the job ended (``--signal=KILL`` after ``grace``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from variantctl.errors import TargetError, VariantctlError
@@ -43,11 +49,24 @@ def waiting_phase(info: JobInfo) -> str:
     return f"queued ({info.reason})" if info.reason else "queued"
 
 
+#: how long a port claim holds without a record: far longer than the seconds to minutes
+#: between choosing the port and recording the submitted job (pre-flight, patches,
+#: sbatch); a claim a killed variantctl left lapses after it
+CLAIM_TTL_S = 15 * 60
+
+
+def claim_path(layout: HostLayout, port: int) -> str:
+    """The claim file of ``port`` (beside the records; not a ``.json``, so never one)."""
+    return f"{layout.run}/port-{port}.claim"
+
+
 @dataclass
 class SlurmLauncher:
     host: Host
     spec: SlurmSpec
     kind: str = "slurm"
+    #: wall clock of the claims (the login node's files carry this machine's times)
+    clock: Callable[[], float] = field(default=time.time, repr=False)
 
     def __post_init__(self) -> None:
         # node name -> address, asked once per node (it does not change under a job)
@@ -60,18 +79,51 @@ class SlurmLauncher:
         from variantctl.launch.servers import list_records
 
         taken = {r.port for r in list_records(target, layout) if r.variant != variant.name}
-        if variant.port not in taken:
-            return variant
         first, last = self.spec.ports
-        for port in range(first, last + 1):
-            if port not in taken:
-                return variant.with_overrides(port=port)
+        # its own port first, then the host's range
+        for port in dict.fromkeys([variant.port, *range(first, last + 1)]):
+            if port not in taken and self._claim(target, layout, port, variant.name):
+                return variant if port == variant.port else variant.with_overrides(port=port)
         raise VariantctlError(
             f"no free port for {variant.name} on host {self.host.name}: ports {first}-{last} "
-            "are all held by recorded jobs",
+            "are all held by recorded jobs or claimed by launches in progress",
             hint="variantctl ps lists them; widen slurm.ports in hosts.yaml",
             exit_code=ExitCode.FAILED,
         )
+
+    def _claim(self, target: Target, layout: HostLayout, port: int, variant: str) -> bool:
+        """Claim ``port`` for ``variant``: True when it is now ours. Created exclusively,
+        so of two launches choosing at once exactly one gets it; a lapsed claim or one of
+        the same variant (a relaunch) is taken over."""
+        path = claim_path(layout, port)
+        payload = json.dumps({"variant": variant, "at": self.clock()}).encode()
+        target.makedirs(layout.run)
+        try:
+            target.write_new(path, payload)
+            return True
+        except TargetError as exc:
+            if exc.kind != "exists":
+                raise
+        holder, at = _read_claim(target, path)
+        if holder != variant and at is not None and self.clock() - at < CLAIM_TTL_S:
+            return False
+        # take it over: remove and create again, so a third launch racing for the same
+        # lapsed claim still meets the exclusive create
+        target.remove(path)
+        try:
+            target.write_new(path, payload)
+        except TargetError as exc:
+            if exc.kind != "exists":
+                raise
+            return False
+        return True
+
+    def _release(self, target: Target, layout: HostLayout, record: ServerRecord) -> None:
+        """Drop the claim of a stopped job's port (when it is still that job's)."""
+        path = claim_path(layout, record.port)
+        holder, _ = _read_claim(target, path)
+        if holder == record.variant:
+            target.remove(path)
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
               cwd: str) -> int:
@@ -153,6 +205,7 @@ class SlurmLauncher:
                               port_free=port_free, was_stale=not res.found, job=res.job)
         if res.ok:
             remove_record(target, layout, record)
+            self._release(target, layout, record)
         return outcome
 
     def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
@@ -174,3 +227,17 @@ class SlurmLauncher:
                 exit_code=ExitCode.CONFLICT,
             )
         return False
+
+
+def _read_claim(target: Target, path: str) -> tuple[str | None, float | None]:
+    """Who holds a claim and since when; (None, None) for a missing or unreadable one
+    (a damaged claim is treated as lapsed: it cannot block a port for ever)."""
+    try:
+        data = json.loads(target.read_from(path, 0, 4096))
+    except (TargetError, ValueError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    holder, at = data.get("variant"), data.get("at")
+    return (holder if isinstance(holder, str) else None,
+            float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None)
