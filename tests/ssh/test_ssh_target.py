@@ -370,3 +370,53 @@ def test_run_never_loses_output_that_arrives_after_the_exit_status(gpu1: Host) -
         for _ in range(25):
             pids = {p.pid for p in process_table(t)}
             assert os.getpid() in pids  # this test process is on the "host" too
+
+
+def test_threads_that_ended_leave_no_sftp_session_behind(gpu1: Host, tmp_path: Path) -> None:
+    """Every SFTP session is a channel sshd counts against MaxSessions (10, as the lab
+    and a default sshd have it). A sweep opens an event loop per level, so new executor
+    threads keep reading files: 30 short-lived threads must leave commands working, and
+    no more sessions open than threads alive."""
+    (tmp_path / "f").write_text("x")
+    with open_target(gpu1) as t:
+        assert isinstance(t, SshTarget)
+        for _ in range(30):
+            worker = threading.Thread(target=t.read_bytes, args=(str(tmp_path / "f"),))
+            worker.start()
+            worker.join()
+        assert t.read_bytes(str(tmp_path / "f")) == b"x"  # this thread's own session
+        assert t.sftp_sessions <= 2
+        assert t.run(["true"]).returncode == 0  # a session channel of its own
+
+
+def test_a_refused_session_is_not_called_a_lost_connection(gpu1: Host) -> None:
+    """Holding sshd's ten sessions (MaxSessions) makes the eleventh fail while the
+    connection lives: the error says so instead of "the SSH connection was lost"."""
+    with open_target(gpu1) as t:
+        assert isinstance(t, SshTarget)
+        import paramiko
+
+        held = []
+        try:
+            # open_target's own SFTP session counts: take whatever is left of the ten
+            with pytest.raises(paramiko.ChannelException):
+                for _ in range(11):
+                    held.append(t._transport().open_session())
+            assert len(held) < 11
+            with pytest.raises(TargetError) as err:
+                t.run(["true"])
+            assert "refused a new session" in err.value.message
+            assert "MaxSessions" in (err.value.hint or "")
+        finally:
+            for chan in held:
+                chan.close()
+        # sshd frees a session once it has seen the close: a moment later
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert t.run(["true"]).returncode == 0
+                break
+            except TargetError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)

@@ -88,7 +88,9 @@ class SshServer:
                     "PasswordAuthentication no",
                     "KbdInteractiveAuthentication no",
                     *(["Subsystem sftp internal-sftp"] if self.sftp else []),
-                    "MaxSessions 50",
+                    # sshd's default, as on a real host: a connection holding more
+                    # than ten sessions (leaked SFTP sessions, say) is refused here too
+                    "MaxSessions 10",
                     "MaxStartups 50",
                     "LogLevel ERROR",
                     "",

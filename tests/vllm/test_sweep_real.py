@@ -232,3 +232,47 @@ def test_a_killed_sweep_leaves_no_orphan_and_resume_measures_each_point_once(lab
     for p in doc["points"]:
         assert store.read(Path(p["run_dir"])).host["name"] == "cpu-ssh"
     assert os.path.isdir(doc["points"][0]["run_dir"])
+
+
+def test_a_connection_dropped_mid_point_is_reconnected_and_the_sweep_goes_on(
+        lab: Lab, ssh_lab: SshLab) -> None:
+    """The SSH connection dies while point 1 is benchmarked (its sshd session killed):
+    the point's stop reconnects and stops its server, and point 2 is measured — an
+    unattended sweep does not fail every point left for a network blip."""
+    import threading
+
+    port = free_port()
+    lab.sweep_file("blip", f"base: cpu-eager\nhosts: [cpu-ssh]\nport: {port}\n"
+                   "grid:\n  args:\n    max-num-seqs: [1, 2]\n" + LONGER)
+    killed: list[int] = []
+    pids: list[int] = []
+
+    def drop_once_benchmarking() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if lab.state("blip")["points"][0]["phase"] == "bench":
+                    break
+            except (FileNotFoundError, ValueError, KeyError, IndexError):
+                pass
+            time.sleep(0.1)
+        record = lab.base / "work" / "run" / "cpu-eager%40blip-01.json"
+        pids.append(int(json.loads(record.read_text())["pid"]))
+        time.sleep(0.5)  # inside the level's requests
+        killed.append(ssh_lab.servers["gpu1"].kill_sessions())
+
+    killer = threading.Thread(target=drop_once_benchmarking, daemon=True)
+    killer.start()
+    res = lab.cli("sweep", "blip", "--json")
+    killer.join(timeout=10)
+    assert killed and killed[0] >= 1, res.output
+    assert "cpu-eager@blip-01: connection to cpu-ssh lost" in res.stderr, res.output
+    assert "reconnecting" in res.stderr
+    doc = json.loads(res.stdout)
+    first, second = doc["points"]
+    assert second["status"] == "measured", second
+    # the first point's server did not survive the blip, nor its record
+    assert not is_alive(LocalTarget(), pids[0])
+    assert lab.records() == []
+    # its benchmark was cut short: recorded as such, not as a measurement
+    assert first["status"] in ("error", "failed") and first["message"], first

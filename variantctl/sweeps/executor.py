@@ -20,11 +20,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.benchparams import BenchParams
-from variantctl.errors import VariantctlError
+from variantctl.errors import TargetError, VariantctlError
 from variantctl.hostmodel import Host
 from variantctl.launch.core import (
     LaunchContext,
@@ -35,7 +35,7 @@ from variantctl.launch.core import (
 )
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import layout_for, list_records
-from variantctl.launch.watch import Progress
+from variantctl.launch.watch import RECONNECT_FOR, Progress, reconnect
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.sweeps.model import SweepSpec, sweep_of_name
@@ -46,6 +46,9 @@ from variantctl.targets.base import Target
 
 if TYPE_CHECKING:
     from variantctl.bench.profile import Collector
+    from variantctl.launch.servers import StopOutcome
+
+_T = TypeVar("_T")
 
 #: seconds between looks at the interrupt flag while a level runs
 POLL_S = 0.2
@@ -118,9 +121,19 @@ class TargetPointRunner:
         self.ui, self.stop, self.grace, self.clock = ui, stop, grace, clock
         self.include_predicted = include_predicted
         self._resets = 0
+        # the last point lost the connection: the next one reconnects before it starts
+        # (an unattended sweep goes on after a network blip instead of failing every
+        # point left with "connection lost")
+        self._lost: TargetError | None = None
 
     def run_point(self, point: PlannedPoint) -> PointOutcome:
         t0 = self.clock()
+        if self._lost is not None:
+            try:
+                self._reconnect(point, self._lost)
+            except TargetError as exc:
+                return PointOutcome("error", message=exc.message,
+                                    timings={"total_s": round(self.clock() - t0, 3)})
         forced = point.skip is not None and point.skip.reason == PREDICTED
         # keep=False: a ready server stays up anyway; a failed, hung or interrupted start
         # is stopped by the launch itself
@@ -137,6 +150,7 @@ class TargetPointRunner:
             return PointOutcome("interrupted", message="interrupted during the start",
                                 timings={"total_s": round(self.clock() - t0, 3)})
         except VariantctlError as exc:
+            self._note_lost(exc)
             self._stop_recorded(point)
             return PointOutcome("error", message=exc.message,
                                 timings={"total_s": round(self.clock() - t0, 3)})
@@ -180,20 +194,20 @@ class TargetPointRunner:
         except Interrupted:
             status, message = "interrupted", "interrupted during the benchmark"
         except VariantctlError as exc:
+            self._note_lost(exc)
             status, message = "error", exc.message
         finally:
             if collector is not None and collector.levels:
-                profiles.extend(self._store_profile(point, record, collector))
+                profiles.extend(self._on_target(
+                    point, lambda: self._store_profile(point, record, collector)))
             self.ui.phase(point, "stop")
             t_stop = self.clock()
-            stopped = launcher_for(self.host).stop(
-                self.target, layout_for(self.target, self.host), record, grace=self.grace)
+            stopped = self._on_target(point, lambda: self._stop_server(record))
             if not stopped.ok:
                 # a process killed at the end of the grace period can take a moment to be
                 # reaped (still listed): look once more before calling it a survivor
                 time.sleep(1.0)
-                stopped = launcher_for(self.host).stop(
-                    self.target, layout_for(self.target, self.host), record, grace=self.grace)
+                stopped = self._on_target(point, lambda: self._stop_server(record))
             if not stopped.ok:
                 status = "error"
                 message = (message + "; " if message else "") + (
@@ -217,16 +231,46 @@ class TargetPointRunner:
         reattach to a job instead: variantctl.sweeps.slurm)."""
         return launch_variant(self.target, self.host, point.variant, opts, self.ctx, ui)
 
+    def _stop_server(self, record: ServerRecord) -> StopOutcome:
+        return launcher_for(self.host).stop(self.target, layout_for(self.target, self.host),
+                                            record, grace=self.grace)
+
+    def _note_lost(self, exc: VariantctlError) -> None:
+        if isinstance(exc, TargetError) and exc.kind == "unreachable":
+            self._lost = exc
+
+    def _reconnect(self, point: PlannedPoint, error: TargetError) -> None:
+        """Open the connection again (within the watch's budget) or raise."""
+        self.ui.note(f"{point.name}: connection to {self.host.name} lost ({error.message}); "
+                     "reconnecting")
+        reconnect(self.target, error, self.clock, time.sleep, RECONNECT_FOR, None,
+                  self.clock())
+        self._lost = None
+
+    def _on_target(self, point: PlannedPoint, work: Callable[[], _T]) -> _T:
+        """``work()``; when the connection drops under it, reconnect and do it once more
+        (the stop phase must not leave a server running for a network blip)."""
+        try:
+            return work()
+        except TargetError as exc:
+            if exc.kind != "unreachable":
+                raise
+            self._reconnect(point, exc)
+            return work()
+
     def _stop_recorded(self, point: PlannedPoint) -> None:
         """After a start that raised: stop the point's server if one is still recorded
         (the launch stops it itself; this covers a connection that failed meanwhile)."""
         from variantctl.launch.servers import load_record
 
-        with contextlib.suppress(VariantctlError):
+        def stop() -> None:
             layout = layout_for(self.target, self.host)
             record = load_record(self.target, layout, point.name)
             if record is not None:
                 launcher_for(self.host).stop(self.target, layout, record, grace=self.grace)
+
+        with contextlib.suppress(VariantctlError):
+            self._on_target(point, stop)
 
     def _profiled(self, point: PlannedPoint) -> tuple[PlannedPoint, Collector]:
         """``profile: true``: the point's variant with VARIANTCTL_PROFILE set to its own

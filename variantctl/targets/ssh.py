@@ -93,10 +93,15 @@ class SshTarget:
         self._conn: Any = None
         # one SFTP session per thread: paramiko's SFTPClient is not safe for concurrent
         # requests (two threads reading responses steal each other's packets and hang),
-        # and a log watcher, a GPU sampler and a benchmark share this connection
+        # and a log watcher, a GPU sampler and a benchmark share this connection. Each
+        # session is a channel sshd counts against MaxSessions (10 by default), so the
+        # session of a thread that ended is closed before another opens: a sweep's
+        # event loop per level starts new executor threads, and leaked sessions would
+        # refuse every command after the tenth
         self._sftp_local = threading.local()
-        self._sftp_all: list[paramiko.SFTPClient] = []
+        self._sftp_all: list[tuple[threading.Thread, paramiko.SFTPClient]] = []
         self._sftp_guard = threading.Lock()
+        self._reconnect_guard = threading.Lock()
         self._home: str | None = None
         #: number of SSH round trips made (exec channels and SFTP requests we issued)
         self.round_trips = 0
@@ -242,7 +247,8 @@ class SshTarget:
 
     def close(self) -> None:
         with self._sftp_guard:
-            clients, self._sftp_all = self._sftp_all, []
+            clients = [c for _, c in self._sftp_all]
+            self._sftp_all = []
             self._sftp_local = threading.local()
         for client in clients:
             with suppress(Exception):
@@ -253,9 +259,11 @@ class SshTarget:
             self._conn = None
 
     def reconnect(self) -> None:
-        """Drop the current connection and open a new one."""
-        self.close()
-        self.connect()
+        """Drop the current connection and open a new one (one thread at a time: the
+        points of a SLURM sweep share the connection and may all see it drop)."""
+        with self._reconnect_guard:
+            self.close()
+            self.connect()
 
     @property
     def is_connected(self) -> bool:
@@ -284,6 +292,8 @@ class SshTarget:
         if client is None:
             import paramiko
 
+            self._close_sessions_of_ended_threads()
+
             try:
                 channel = self._transport().open_session()
             except TargetError:
@@ -309,10 +319,36 @@ class SshTarget:
             self.round_trips += 1
             self._sftp_local.client = client
             with self._sftp_guard:
-                self._sftp_all.append(client)
+                self._sftp_all.append((threading.current_thread(), client))
         return client
 
+    @property
+    def sftp_sessions(self) -> int:
+        """SFTP sessions open on the connection (one per live thread that used one)."""
+        with self._sftp_guard:
+            return len(self._sftp_all)
+
+    def _close_sessions_of_ended_threads(self) -> None:
+        with self._sftp_guard:
+            ended = [c for t, c in self._sftp_all if not t.is_alive()]
+            self._sftp_all = [(t, c) for t, c in self._sftp_all if t.is_alive()]
+        for client in ended:  # nobody can use them: their threads are gone
+            with suppress(Exception):
+                client.close()
+
     def _lost(self, exc: BaseException) -> TargetError:
+        import paramiko
+
+        if isinstance(exc, paramiko.ChannelException) and self.is_connected:
+            # the connection is fine: sshd refused one more channel on it
+            return TargetError(
+                f"sshd on {self.name} refused a new session on the connection "
+                f"(ChannelException: {exc})",
+                kind="unreachable",
+                host=self.name,
+                hint="sshd allows MaxSessions sessions per connection (10 by default); "
+                "is another client multiplexing this connection, or MaxSessions set low?",
+            )
         return TargetError(
             f"the SSH connection was lost ({type(exc).__name__}: {exc})",
             kind="unreachable",
