@@ -102,3 +102,14 @@ def visible(text: str) -> str:
     if text.isprintable():
         return text
     return text.translate(_CONTROL)
+
+
+#: the same, keeping line ends: for printing a log as lines (``variantctl logs``)
+_CONTROL_KEEP_LINES = {c: v for c, v in _CONTROL.items() if c != 0x0A}
+
+
+def visible_lines(text: str) -> str:
+    """:func:`visible`, but newlines stay newlines (a whole log, printed line by line)."""
+    if text.isprintable():
+        return text
+    return text.translate(_CONTROL_KEEP_LINES)

@@ -15,7 +15,7 @@ from tests.conftest import REPO
 
 PKG = REPO / "variantctl"
 MODULES = [*sorted(str(p.relative_to(PKG)) for p in (PKG / "render").glob("*.py")
-                   if p.name != "__init__.py"), "launch/ui.py"]
+                   if p.name != "__init__.py"), "launch/ui.py", "launch/logs.py"]
 #: (module, top-level name) allowed to print
 ALLOWED = {
     # the live progress display launch reports to; the CLI builds it (launch/ui.py)
