@@ -3,11 +3,15 @@
 Keyed by ``sha256(file):patchset fingerprint:module``, so a file that has not
 changed since the last ``status`` is answered without parsing it (and without
 importing libcst). The cache is local even for remote hosts: the key is the
-content, not the path.
+content, not the path. The answers are the patching engine's, so the file belongs to
+one engine: it records the engine's fingerprint (the source of ``variantctl.patching``
+and the version) and a cache written by another variantctl is ignored — an upgrade that
+changes how a state is decided cannot be answered by the old decision.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -16,6 +20,29 @@ from typing import Any
 from variantctl.errors import TargetError
 
 MAX_ENTRIES = 512
+
+_ENGINE: str | None = None
+
+
+def engine_fingerprint() -> str:
+    """sha256 of variantctl's version and the patching package's source (computed once;
+    a few small files)."""
+    global _ENGINE
+    if _ENGINE is None:
+        import variantctl
+        import variantctl.patching
+
+        _ENGINE = source_fingerprint(variantctl.__version__,
+                                     Path(variantctl.patching.__file__).parent)
+    return _ENGINE
+
+
+def source_fingerprint(version: str, package: Path) -> str:
+    """sha256 of ``version`` and every ``*.py`` of ``package`` (names and contents)."""
+    h = hashlib.sha256(version.encode())
+    for path in sorted(package.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 class StateCache:
@@ -33,8 +60,9 @@ class StateCache:
 
 
 class JsonStateCache(StateCache):
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, engine: str | None = None):
         self.path = path
+        self.engine = engine if engine is not None else engine_fingerprint()
         self._data: dict[str, Any] | None = None
         self._dirty = False
         # `status --hosts a,b` consults one cache from several threads
@@ -48,9 +76,12 @@ class JsonStateCache(StateCache):
         if self._data is None:
             try:
                 loaded = json.loads(self.path.read_text("utf-8"))
-                self._data = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):
-                self._data = {}
+                loaded = None
+            entries = loaded.get("entries") if isinstance(loaded, dict) and loaded.get(
+                "engine") == self.engine else None
+            # another engine's answers (or an older flat file): start afresh
+            self._data = entries if isinstance(entries, dict) else {}
         return self._data
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -77,7 +108,7 @@ class JsonStateCache(StateCache):
         with self._lock:
             if not self._dirty or self._data is None:
                 return
-            data = json.dumps(self._data).encode("utf-8")
+            data = json.dumps({"engine": self.engine, "entries": self._data}).encode("utf-8")
             local = LocalTarget()
             try:
                 local.makedirs(str(self.path.parent))

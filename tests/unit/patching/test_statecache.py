@@ -31,7 +31,37 @@ def test_save_goes_through_target_write_atomic(tmp_path: Path,
     cache.save()  # nothing new: not written again
     assert calls == [str(path)]
     assert JsonStateCache(path).get("k") == ANSWER  # what the next status reads
-    assert json.loads(path.read_text("utf-8")) == {"k": ANSWER}
+    assert json.loads(path.read_text("utf-8")) == {"engine": cache.engine,
+                                                   "entries": {"k": ANSWER}}
+
+
+def test_another_engines_answers_are_not_used(tmp_path: Path) -> None:
+    """An upgraded variantctl (other patching source) ignores the old answers: how a
+    state is decided may have changed. The older flat file counts as another engine."""
+    path = tmp_path / "patch-status.json"
+    old = JsonStateCache(path, engine="old")
+    old.put("k", ANSWER)
+    old.save()
+    assert JsonStateCache(path, engine="old").get("k") == ANSWER
+    assert JsonStateCache(path).get("k") is None
+    path.write_text(json.dumps({"k": ANSWER}))
+    assert JsonStateCache(path).get("k") is None
+
+
+def test_the_engine_fingerprint_follows_the_patching_source(tmp_path: Path) -> None:
+    import variantctl
+    from variantctl.targets.statecache import engine_fingerprint, source_fingerprint
+
+    pkg = tmp_path / "patching"
+    pkg.mkdir()
+    (pkg / "decide.py").write_text("APPLIED = 1\n")
+    first = source_fingerprint("0.1.0", pkg)
+    assert source_fingerprint("0.1.0", pkg) == first
+    (pkg / "decide.py").write_text("APPLIED = 2\n")  # the decision changed
+    assert source_fingerprint("0.1.0", pkg) != first
+    assert source_fingerprint("0.2.0", pkg) != source_fingerprint("0.1.0", pkg)
+    assert engine_fingerprint() == source_fingerprint(
+        variantctl.__version__, Path(variantctl.__file__).parent / "patching")
 
 
 def test_a_link_at_the_cache_path_is_left_alone(tmp_path: Path) -> None:
