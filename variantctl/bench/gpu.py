@@ -251,6 +251,26 @@ def summarize(
                       failed_queries, last_error)
 
 
+def window_summary(
+    samples: Sequence[GpuSample], window: tuple[float, float] | None, *, monitor: str,
+    interval_s: float = 1.0, queries: int = 0, bad_lines: int = 0, failed_queries: int = 0,
+    last_error: str | None = None,
+) -> GpuSummary:
+    """:func:`summarize` over the samples inside ``window`` (all when None); a window no
+    sample fell in (shorter than the interval) is not available, saying so."""
+    if window is not None:
+        start, end = window
+        inside = [s for s in samples if start <= s.t <= end]
+        if samples and not inside:
+            return not_available(
+                f"no GPU sample fell in the {end - start:.1f} s steady-state window "
+                f"(one per {interval_s:g} s)", monitor)
+        samples = inside
+    return summarize(samples, monitor=monitor, interval_s=interval_s, queries=queries,
+                     bad_lines=bad_lines, failed_queries=failed_queries,
+                     last_error=last_error)
+
+
 # -- effectful: the sampler ---------------------------------------------------------------
 
 
@@ -344,7 +364,10 @@ class GpuSampler:
             if self._stop.wait(max(0.0, delay)):
                 break
 
-    def summary(self) -> GpuSummary:
-        return summarize(self.samples, monitor=" ".join(self.monitor), interval_s=self.interval,
-                         queries=self.queries, bad_lines=self.bad_lines,
-                         failed_queries=self.failed, last_error=self.last_error)
+    def summary(self, window: tuple[float, float] | None = None) -> GpuSummary:
+        """Over every sample, or over those stamped inside ``window`` (``(start, end)`` in
+        the sampler's clock: the level's steady-state window)."""
+        return window_summary(self.samples, window, monitor=" ".join(self.monitor),
+                              interval_s=self.interval, queries=self.queries,
+                              bad_lines=self.bad_lines, failed_queries=self.failed,
+                              last_error=self.last_error)

@@ -332,6 +332,8 @@ class LevelResult:
     warmup: WarmupResult | None = None
     # Attachments set by the command (E2) with dataclasses.replace.
     gpu: GpuSummary | None = None
+    #: the GPUs over the steady-state window only (None: no window, or not sampled)
+    gpu_steady: GpuSummary | None = None
     server_metrics: ServerMetricsSummary | None = None
 
     @property
@@ -349,6 +351,7 @@ class LevelResult:
             "metrics": self.metrics.to_json(),
             "requests": [r.to_json() for r in self.requests],
             "gpu": _attachment_json(self.gpu),
+            "gpu_steady": _attachment_json(self.gpu_steady),
             "server_metrics": _attachment_json(self.server_metrics),
         }
 
@@ -364,6 +367,7 @@ class LevelResult:
             repeat=int(data.get("repeat", 0)),
             warmup=WarmupResult.from_json(data["warmup"]) if data.get("warmup") else None,
             gpu=_gpu_from_json(data.get("gpu")),
+            gpu_steady=_gpu_from_json(data.get("gpu_steady")),
             server_metrics=_server_metrics_from_json(data.get("server_metrics")),
         )
 

@@ -238,8 +238,11 @@ async def run_level(
     prepared: Sequence[PreparedRequest] | None = None,
     warmup: bool = True,
     repeat: int = 0,
+    on_start: Callable[[], None] | None = None,
 ) -> LevelResult:
-    """One level at ``concurrency``: warm-up (per ``params.warmup``), then the measurement."""
+    """One level at ``concurrency``: warm-up (per ``params.warmup``), then the measurement.
+    ``on_start`` is called the moment the level's clock starts (its requests' ``start_s``
+    count from there), so a caller can place its own samples on the level's time axis."""
     base = _api(base_url)
     model = model or params.model or await probe(base_url, 10.0)
     total = params.requests_per_level
@@ -260,6 +263,8 @@ async def run_level(
                                     stop=stop, session=session)
         await _preconnect(session, base, concurrency)
         t0 = time.perf_counter()
+        if on_start is not None:
+            on_start()
 
         gate = asyncio.Semaphore(concurrency)  # --duration at an unlimited rate
 

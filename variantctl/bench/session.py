@@ -313,17 +313,22 @@ async def _one_level(
             stack.enter_context(sampler)
         if watchdog is not None:
             stack.enter_context(watchdog)
+        started: list[float] = []  # the level's t0 in the sampler's clock
         async with scraper:
             level = await run_level(m.base_url, params, concurrency, on_progress=m.on_progress,
                                     stop=stop, model=model, prepared=prepared, warmup=False,
-                                    repeat=repeat)
+                                    repeat=repeat, on_start=lambda: started.append(m.clock()))
     died = watchdog is not None and watchdog.died
     if watchdog is not None and not died and (level.errors or level.partial):
         # a dead server fails the rest of the level in milliseconds, faster than the
         # watchdog's tick: failures are the moment to look once more
         died = not await asyncio.to_thread(watchdog.alive)
     gpu: GpuSummary = sampler.summary() if sampler is not None else not_available(why_no_gpu)
-    level = dataclasses.replace(level, gpu=gpu, server_metrics=scraper.summary())
+    steady = level.metrics.steady
+    gpu_steady = (sampler.summary((started[0] + steady.start_s, started[0] + steady.end_s))
+                  if sampler is not None and steady is not None and started else None)
+    level = dataclasses.replace(level, gpu=gpu, gpu_steady=gpu_steady,
+                                server_metrics=scraper.summary())
     return level, died
 
 

@@ -153,28 +153,40 @@ def gpu_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     several = _several(results)
     repeats = any(res.params.repeat > 1 for _, res in results)
     table = _table("GPU: avg/busy avg/max (busy = GPU-Util > 0, per GPU, as the second seed; "
-                   "memory, temperature: max)",
-                   ["conc", "GPU", "busy/all", "util %", "mem util %", "mem MiB", "power W",
-                    "limit W", "temp °C", "SM MHz"], several)
+                   "memory, temperature: max; steady: avg/busy avg inside the steady-state "
+                   "window)",
+                   ["conc", "GPU", "busy/all", "util %", "steady util %", "mem util %",
+                    "mem MiB", "power W", "limit W", "temp °C", "SM MHz"], several)
     for label, _res, lv in _rows(results):
         gpu = lv.gpu
         devices = list(getattr(gpu, "devices", ()) or ())
         if not devices:
             reason = getattr(gpu, "reason", None) or "not sampled"
             table.add_row(*([label] if several else []), _level_name(lv, repeats),
-                          "-", "-", f"not available: {reason}", "", "", "", "", "")
+                          "-", "-", f"not available: {reason}", "", "", "", "", "", "")
             continue
+        steady = {d.index: d for d in (getattr(lv.gpu_steady, "devices", ()) or ())}
         for i, d in enumerate(devices):
             st = d.stats
             limit = "-" if d.power_limit_w is None else f"{d.power_limit_w:.0f}"
+            in_window = steady.get(d.index)
             table.add_row(
                 *([label] if several else []), _level_name(lv, repeats) if i == 0 else "",
                 str(d.index), f"{d.busy_samples}/{d.samples}",
-                _pct3(st["util_gpu_pct"]), _pct3(st["util_mem_pct"]),
+                _pct3(st["util_gpu_pct"]),
+                "-" if in_window is None else _pct2(in_window.stats["util_gpu_pct"]),
+                _pct3(st["util_mem_pct"]),
                 _n(st["mem_used_mib"].max), _pct3(st["power_w"]), limit,
                 _n(st["temp_c"].max),
                 _n(st["sm_clock_mhz"].avg_busy or st["sm_clock_mhz"].avg))
     return table
+
+
+def _pct2(st: Any) -> str:
+    def one(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f}"
+
+    return f"{one(st.avg)}/{one(st.avg_busy)}"
 
 
 def _pct3(st: Any) -> str:

@@ -86,6 +86,29 @@ def test_ladder_on_a_launched_variant_is_measured_sampled_and_stored(
     assert run["benchmarks"] == [stored.name]
 
 
+def test_the_gpus_are_also_summarised_over_the_steady_window(run_cli: Run,
+                                                              project: Path) -> None:
+    """A level of a few seconds: the samples stamped inside its steady-state window are
+    summarised apart (gpu_steady), and the table shows them beside the whole level."""
+    launch(run_cli, project, "fake-openai")
+    res = bench(run_cli, project, "fake-openai", "--concurrency", "1", "--requests", "30",
+                "--output-len", "12", "--warmup", "off", "--json")
+    assert res.code == 0, res.output
+    (lv,) = json.loads(res.stdout)["levels"]
+    steady, whole = lv["gpu_steady"], lv["gpu"]
+    window = lv["metrics"]["steady"]
+    assert window["duration_s"] > 2.0, window
+    assert steady["available"], steady
+    for d_all, d_steady in zip(whole["devices"], steady["devices"], strict=True):
+        assert d_steady["index"] == d_all["index"]
+        # one sample per second: the window's are a subset of the level's
+        assert 1 <= d_steady["samples"] <= d_all["samples"]
+        assert d_steady["samples"] <= window["duration_s"] + 1
+    table = bench(run_cli, project, "fake-openai", "--concurrency", "1", "--requests", "30",
+                  "--output-len", "12", "--warmup", "off")
+    assert "steady util %" in table.stdout
+
+
 def test_two_variants_in_one_table(run_cli: Run, project: Path) -> None:
     launch(run_cli, project, "fake-openai")
     launch(run_cli, project, "fake-openai-b")

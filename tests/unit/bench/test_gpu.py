@@ -144,3 +144,24 @@ def test_ixsmi_is_found_when_it_is_the_hosts_monitor(monkeypatch: pytest.MonkeyP
     sampler = GpuSampler(LocalTarget(), monitor)
     sampler.sample_once()
     assert sampler.summary().available and len(sampler.samples) == 2
+
+
+def test_the_steady_window_summary_keeps_only_its_samples() -> None:
+    """gpu_steady: the samples stamped inside the window, the ramp and drain left out."""
+    from variantctl.bench.gpu import GpuSample, window_summary
+
+    def at(t: float, util: float) -> GpuSample:
+        return GpuSample(t, 0, util, 10.0, 100.0, 200.0, 50.0, 250.0, 40.0, 1400.0)
+
+    # ramp (0 %), steady (80-100 %), drain (10 %)
+    samples = [at(0, 0), at(1, 0), at(2, 80), at(3, 100), at(4, 90), at(5, 10), at(6, 10)]
+    whole = window_summary(samples, None, monitor="nvidia-smi")
+    assert whole.devices[0].stats["util_gpu_pct"].avg == pytest.approx(290 / 7)
+    steady = window_summary(samples, (1.5, 4.5), monitor="nvidia-smi")
+    (d,) = steady.devices
+    assert d.samples == 3 and d.stats["util_gpu_pct"].avg == pytest.approx(90)
+    assert d.stats["util_gpu_pct"].max == 100
+    # a window between two samples: said, not an empty summary
+    none = window_summary(samples, (2.2, 2.8), monitor="nvidia-smi")
+    assert not none.available
+    assert none.reason == "no GPU sample fell in the 0.6 s steady-state window (one per 1 s)"
