@@ -17,7 +17,7 @@ def load_plan(env: Environment, name: str, *, hosts: str | None, include_predict
               previous: Mapping[str, Any] | None) -> Plan:
     """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere)."""
     from variantctl.config.hosts import get_host
-    from variantctl.config.patchsets import patchset_names
+    from variantctl.config.patchsets import load_patchset, patchset_names
     from variantctl.config.sweeps import load_sweep, sweeps_dir
     from variantctl.config.variants import load_catalog
     from variantctl.errors import NotFoundError
@@ -58,8 +58,15 @@ def load_plan(env: Environment, name: str, *, hosts: str | None, include_predict
         if entry.get("status") == "measured" and isinstance(t.get("bench_s"), (int, float)):
             bench_seconds[entry["point_key"]] = float(t["bench_s"])
     known_patchsets = patchset_names(env.patchsets_dir) if env.patchsets_dir.is_dir() else None
+    # the definitions of the patchsets the points require (an edited one makes a failed
+    # run of the old one no reason to skip); one that does not load is the pre-flight's
+    fingerprints = {}
+    for name in sorted({r for b in bases.values() for r in b.requires}):
+        if known_patchsets is not None and name in known_patchsets:
+            fingerprints[name] = load_patchset(env.patchsets_dir, name).fingerprint
     return make_plan(spec, bases, known, {n: host_identity(h) for n, h in known.items()},
                      on_hosts=names, known_patchsets=known_patchsets,
+                     patchset_fingerprints=fingerprints,
                      history=History.from_records(records), bench_seconds=bench_seconds,
                      include_predicted=include_predicted)
 

@@ -128,10 +128,15 @@ class PatchState:
     files: tuple[Mapping[str, Any], ...]
     required: bool = False
     error: str | None = None
+    #: the patchset definition's fingerprint (a sweep's history tells an edited patchset
+    #: from the one a failed run had)
+    fingerprint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"roots": dict(self.roots), "files": [dict(f) for f in self.files],
                                "required": self.required}
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -196,7 +201,8 @@ def ensure_patches(
         except VariantctlError as exc:
             if required:
                 raise
-            out.append(PatchState(name, MappingProxyType({}), (), error=exc.message))
+            out.append(PatchState(name, MappingProxyType({}), (), error=exc.message,
+                                  fingerprint=patchset.fingerprint))
             continue
         states = roots_state(report)
         if required and set(states.values()) != {APPLIED}:
@@ -227,6 +233,7 @@ def ensure_patches(
             files=tuple(MappingProxyType({"root": f.root, "path": f.path, "state": f.state,
                                           "sha256": f.sha256_before}) for f in report.files),
             required=required,
+            fingerprint=patchset.fingerprint,
         ))
     return tuple(out)
 
@@ -526,7 +533,9 @@ def watch_variant(
             PatchState(n, MappingProxyType(dict(p.get("roots") or {})),
                        tuple(MappingProxyType(dict(f)) for f in p.get("files") or ()),
                        required=bool(p.get("required")),
-                       error=None if p.get("error") is None else str(p["error"]))
+                       error=None if p.get("error") is None else str(p["error"]),
+                       fingerprint=None if p.get("fingerprint") is None
+                       else str(p["fingerprint"]))
             for n, p in previous.patches.items())
     else:
         when = ctx.now()

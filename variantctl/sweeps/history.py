@@ -1,8 +1,10 @@
 """What the run store says about a sweep's points (pure: fed RunRecords, no file access).
 
 A point's *configuration key* is the content hash of its launch view (the resolved
-variant without its name) and its host's identity: a run of the same configuration
-under another name (a plain ``launch``, another sweep) counts. Patch state is not in
+variant without its name), its host's identity and the fingerprints of the patchsets
+it requires: a run of the same configuration under another name (a plain ``launch``,
+another sweep) counts, and a run whose required patchset has since been edited does
+not (the fix is what the user wants tried). The state of the host's roots is not in
 it: the plan reads no host.
 """
 
@@ -26,21 +28,39 @@ LAUNCH_KEYS = tuple(ResolvedVariant(name="x").launch_view())
 DEFAULT_STARTUP_S = 60.0
 
 
-def config_key(view: Mapping[str, Any], host_ident: Mapping[str, Any]) -> str:
-    """Content key of a configuration (launch view + host identity, no patches, no bench).
+def config_key(view: Mapping[str, Any], host_ident: Mapping[str, Any],
+               required: Mapping[str, str] | None = None) -> str:
+    """Content key of a configuration (launch view + host identity + the fingerprint of
+    each required patchset; no root state, no bench).
 
     The profile directory (``VARIANTCTL_PROFILE``, set by ``profile: true``) is left out:
-    a start that failed with profiling on failed for the same configuration."""
+    a start that failed with profiling on failed for the same configuration. Without
+    required patchsets the key is what it always was (older runs keep counting)."""
     plain = thaw(view)
     env = plain.get("env")
     if isinstance(env, dict) and PROFILE_ENV in env:
         plain = {**plain, "env": {k: v for k, v in env.items() if k != PROFILE_ENV}}
-    return run_key(plain, thaw(host_ident), {}, None)
+    patches = {"requires": dict(sorted(required.items()))} if required else {}
+    return run_key(plain, thaw(host_ident), patches, None)
+
+
+def required_fingerprints(requires: Iterable[str], fingerprints: Mapping[str, str]
+                          ) -> dict[str, str]:
+    """name -> fingerprint of the required patchsets (a name with no known definition
+    is keyed by its name alone: the pre-flight reports it)."""
+    return {name: fingerprints.get(name, "") for name in requires}
 
 
 def record_config_key(record: RunRecord) -> str:
     view = {k: record.variant.get(k) for k in LAUNCH_KEYS}
-    return config_key(view, record.host)
+    requires = view.get("requires") or ()
+    # what each required patchset was when the run started (a run recorded before
+    # fingerprints were kept has none: it no longer matches, so it is tried again)
+    prints = {name: str(p.get("fingerprint") or "") for name, p in record.patches.items()
+              if isinstance(p, Mapping)}
+    return config_key(view, record.host,
+                      required_fingerprints(requires if isinstance(requires, (list, tuple))
+                                            else (), prints))
 
 
 def base_of(variant_name: str) -> str:

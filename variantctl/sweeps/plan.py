@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from variantctl.runs.run import run_key
 from variantctl.sweeps.grid import expand, split_values
-from variantctl.sweeps.history import History, config_key
+from variantctl.sweeps.history import History, config_key, required_fingerprints
 from variantctl.sweeps.model import GridPoint, GridValue, SweepSpec, point_name
 from variantctl.variants.check import check, has_errors
 from variantctl.variants.model import ResolvedVariant
@@ -113,6 +113,7 @@ def make_plan(
     *,
     on_hosts: Sequence[str] = (),
     known_patchsets: Collection[str] | None = None,
+    patchset_fingerprints: Mapping[str, str] | None = None,
     history: History | None = None,
     bench_seconds: Mapping[str, float] | None = None,
     include_predicted: bool = False,
@@ -123,6 +124,8 @@ def make_plan(
     in index order; empty: each point on its base variant's host. ``host_idents``: each
     host's identity as run.json records it (``launch.core.host_identity``).
     ``bench_seconds``: by point key, how long a past measurement of it took.
+    ``patchset_fingerprints``: name -> fingerprint of the project's patchsets (the
+    configuration key holds those a point requires).
     """
     history = history or History()
     planned: list[PlannedPoint] = []
@@ -132,7 +135,8 @@ def make_plan(
         variant = derive(spec, base, point, host)
         ident = host_idents.get(host, {"name": host})
         view = variant.launch_view()
-        ckey = config_key(view, ident)
+        ckey = config_key(view, ident, required_fingerprints(
+            variant.requires, patchset_fingerprints or {}))
         pkey = run_key(view, ident, {}, spec.key_extra())
         findings = tuple(check([variant], known_patchsets, hosts))
         skip: Skip | None = None

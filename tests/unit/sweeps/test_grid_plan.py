@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -141,6 +142,38 @@ def test_history_skips_a_configuration_that_failed_under_any_name() -> None:
     assert plan.points[1].skip is None
     assert plan.points[1].eta_startup_s == 12.0
     assert plan.points[1].eta_source == "this configuration"
+
+
+def test_a_failure_under_an_edited_required_patchset_is_tried_again() -> None:
+    """The point requires a patchset; a run with that definition failed. Unchanged, the
+    history skips it; once the patchset is edited (the fix), the point runs again."""
+    plain = _cpu_plan(History())
+    hosts = dict(load_catalog(REPO / "variants").hosts)
+    target = plain.points[1]
+    patched = ResolvedVariant(**{**target.variant.__dict__, "requires": ("fix",)})
+
+    def plan_with(fingerprint: str, record: RunRecord) -> Plan:
+        spec = load_sweep(REPO / "sweeps", "cpu-smoke")
+        catalog = load_catalog(REPO / "variants")
+        base = resolve(catalog, "cpu-base")
+        base = ResolvedVariant(**{**base.__dict__, "requires": ("fix",)})
+        return make_plan(spec, {"cpu-base": base}, dict(catalog.hosts),
+                         {n: host_identity(h) for n, h in catalog.hosts.items()},
+                         on_hosts=spec.hosts, known_patchsets=("fix",),
+                         patchset_fingerprints={"fix": fingerprint},
+                         history=History.from_records([record]))
+
+    fail = _record(patched, hosts["cpu"], "failed", run_id="bbbbbbbbbb-1",
+                   when="2026-01-01T00:00:00", signature="oom")
+    fail = dataclasses.replace(fail, patches={"fix": {"required": True, "fingerprint": "v1"}})
+    same = plan_with("v1", fail).points[1]
+    assert same.skip is not None and same.skip.reason == HISTORY
+    edited = plan_with("v2", fail).points[1]
+    assert edited.skip is None and edited.run
+    # a run recorded before fingerprints were kept does not skip a point that requires
+    # a patchset: what it ran with is unknown
+    old = dataclasses.replace(fail, patches={"fix": {"required": True}})
+    assert plan_with("v1", old).points[1].skip is None
 
 
 def test_eta_comes_from_past_startups_of_the_base_then_the_host() -> None:
