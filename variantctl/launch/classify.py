@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 DECISIVE_KINDS = ("failed", "hang")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decision:
     """A verdict with what explains it (from the classifier's Result, when there is one)."""
 
@@ -80,8 +80,8 @@ class ClassifierAdapter:
         self.last = verdict
         kind = getattr(verdict, "kind", None)
         if kind in DECISIVE_KINDS:
-            return Decision(str(kind), True, verdict)
-        return Decision(str(kind), False, verdict)
+            return Decision(verdict=str(kind), decisive=True, result=verdict)
+        return Decision(verdict=str(kind), decisive=False, result=verdict)
 
     def feed(self, line: str) -> Decision | None:
         return self._decision(self.stream.feed(line))
@@ -99,16 +99,16 @@ class ClassifierAdapter:
         return result
 
     def ready(self) -> Decision:
-        return Decision("ready", False, self._finish(False))
+        return Decision(verdict="ready", decisive=False, result=self._finish(False))
 
     def exited(self) -> Decision:
         result = self._finish(True)
         if getattr(result, "kind", None) in DECISIVE_KINDS:
-            return Decision(str(result.kind), True, result)
-        return Decision("exited", False, result)
+            return Decision(verdict=str(result.kind), decisive=True, result=result)
+        return Decision(verdict="exited", decisive=False, result=result)
 
     def timed_out(self) -> Decision:
-        return Decision("timeout", False, self._finish(False))
+        return Decision(verdict="timeout", decisive=False, result=self._finish(False))
 
     def phase(self) -> str | None:
         phase = getattr(self.stream, "phase", None)

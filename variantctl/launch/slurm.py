@@ -200,8 +200,9 @@ class SlurmLauncher:
                 sock.close()
                 port_free = False
         remaining = () if res.ok else (record.pid,)
-        outcome = StopOutcome(record, StopResult(record.pid, int(res.found), res.killed,
-                                                 remaining, res.seconds),
+        outcome = StopOutcome(record, StopResult(pgid=record.pid, found=int(res.found),
+                                                 killed=res.killed, remaining=remaining,
+                                                 seconds=res.seconds),
                               port_free=port_free, was_stale=not res.found, job=res.job)
         if res.ok:
             remove_record(target, layout, record)

@@ -235,6 +235,22 @@ class TargetPointRunner:
         return launcher_for(self.host).stop(self.target, layout_for(self.target, self.host),
                                             record, grace=self.grace)
 
+    def _connection_held(self, concurrency: int) -> None:
+        """After a level with failed requests: were they the server's, or did the
+        connection to the host drop under them? A dropped one raises (the point is an
+        error, so ``--resume`` measures it again) instead of recording the failures as
+        the server's."""
+        try:
+            self.target.run(["true"], timeout=15)
+        except TargetError as exc:
+            if exc.kind != "unreachable":
+                raise
+            # exc.message names the host already
+            raise TargetError(
+                f"the connection dropped during the benchmark at concurrency {concurrency} "
+                f"({exc.message}); its failed requests say nothing of the server",
+                kind="unreachable") from None
+
     def _note_lost(self, exc: VariantctlError) -> None:
         if isinstance(exc, TargetError) and exc.kind == "unreachable":
             self._lost = exc
@@ -327,6 +343,8 @@ class TargetPointRunner:
                 if outcome.death is not None:
                     death = outcome.death.to_json()
                     break
+                if any(lv.errors for lv in outcome.result.levels):
+                    self._connection_held(concurrency)
                 reason = (stop_reason(self.spec.stop, outcome.result.levels[-1].metrics)
                           if outcome.result.levels else "no level was measured")
                 if reason is not None:

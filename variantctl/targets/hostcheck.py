@@ -13,7 +13,7 @@ from variantctl.targets.base import Target
 _PROBE = "import sys; print(sys.version.split()[0]); print(sys.executable)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HostCheck:
     host: str
     reachable: bool
@@ -70,8 +70,10 @@ def check_host(target: Target, host: Host, *, connected_in: float = 0.0) -> Host
         wd_ok = wd.ok
         if not wd.ok:
             problems.append(f"work directory {host.workdir} is not writable")
-    return HostCheck(host.name, True, connected_in + time.monotonic() - t0, executable, version,
-                     host.gpu_monitor, found, wd_ok, tuple(problems))
+    return HostCheck(host=host.name, reachable=True,
+                     seconds=connected_in + time.monotonic() - t0, python=executable,
+                     python_version=version, gpu_monitor=host.gpu_monitor,
+                     gpu_monitor_found=found, workdir_ok=wd_ok, problems=tuple(problems))
 
 
 def _expand(target: Target, host: Host) -> str:
@@ -90,4 +92,5 @@ def _exists(target: Target, program: str) -> bool:
 
 
 def unreachable(host: Host, error: TargetError, seconds: float) -> HostCheck:
-    return HostCheck(host.name, False, seconds, problems=(error.message,))
+    return HostCheck(host=host.name, reachable=False, seconds=seconds,
+                     problems=(error.message,))

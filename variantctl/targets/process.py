@@ -46,7 +46,7 @@ class ProcInfo:
         return self.state not in ("Z", "X")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StopResult:
     """What :func:`stop_group` did and saw."""
 
@@ -245,8 +245,10 @@ def stop_group(
                          timeout=grace + 30)
         if res.ok:
             data = json.loads(res.stdout.strip().splitlines()[-1])
-            return StopResult(pgid, int(data["found"]), bool(data["killed"]),
-                              tuple(int(p) for p in data["remaining"]), now() - t0)
+            return StopResult(pgid=pgid, found=int(data["found"]),
+                              killed=bool(data["killed"]),
+                              remaining=tuple(int(p) for p in data["remaining"]),
+                              seconds=now() - t0)
     except (TargetError, ValueError, IndexError, KeyError):
         pass
     return _stop_group_polling(target, pgid, grace=grace, poll=max(poll, 0.1), now=now)
@@ -258,7 +260,7 @@ def _stop_group_polling(
     t0 = now()
     members = group_members(target, pgid)
     if not members:
-        return StopResult(pgid, 0, False, (), now() - t0)
+        return StopResult(pgid=pgid, found=0, killed=False, remaining=(), seconds=now() - t0)
     found = len(members)
     _signal_pids(target, pgid, members, "TERM")
     deadline = t0 + grace
@@ -273,7 +275,8 @@ def _stop_group_polling(
         while members and now() < kill_deadline:
             time.sleep(poll)
             members = group_members(target, pgid)
-    return StopResult(pgid, found, killed, tuple(members), now() - t0)
+    return StopResult(pgid=pgid, found=found, killed=killed, remaining=tuple(members),
+                      seconds=now() - t0)
 
 
 def _signal_pids(target: Target, pgid: int, pids: Iterable[int], sig: str) -> None:
