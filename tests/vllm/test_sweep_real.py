@@ -9,13 +9,14 @@ variantctl process mid-benchmark stops the server and leaves an interrupted stat
 
 Over the real sshd (host ``cpu-ssh``: this machine through OpenSSH, same work
 directory): a variantctl process SIGKILLed mid-point leaves its server running; the next
-``sweep --resume`` finds and stops it, and no point is measured twice.
+``sweep --resume`` reattaches to it (or stops it when the sweep file changed its
+configuration), and no point is measured twice; a connection dropped mid-point is
+re-opened and the sweep goes on.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -199,11 +200,15 @@ def test_ctrl_c_stops_the_server_and_leaves_an_interrupted_state(lab: Lab) -> No
     assert state["points"][0]["status"] == "interrupted"
 
 
-def test_a_killed_sweep_leaves_no_orphan_and_resume_measures_each_point_once(lab: Lab
+def test_a_killed_sweep_leaves_no_orphan_and_resume_reattaches_to_its_server(lab: Lab
                                                                            ) -> None:
+    """SIGKILL mid-point leaves the point's server running; ``--resume`` reattaches to it
+    (its start is not paid twice: minutes on a GPU host), benchmarks it into the same
+    run, stops it, and no point is measured twice."""
     port = free_port()
     lab.sweep_file("kill", f"base: cpu-eager\nhosts: [cpu-ssh]\nport: {port}\n"
                    "grid:\n  args:\n    max-num-seqs: [1, 2]\n"
+                   "  env:\n    VLLM_SERVER_DEV_MODE: ['1']\n"
                    + LONGER)
     proc = lab.spawn("sweep", "kill")
     lab.wait_phase("kill", 1, "bench", proc)
@@ -215,10 +220,15 @@ def test_a_killed_sweep_leaves_no_orphan_and_resume_measures_each_point_once(lab
 
     res = lab.cli("sweep", "kill", "--resume", "--json")
     assert res.code == 0, res.output
-    assert "stopped 1 server(s) left by an earlier run: cpu-eager@kill-01" in res.stderr
-    assert not is_alive(LocalTarget(), orphan)
+    assert (f"cpu-eager@kill-01: reattaching to its server (pid {orphan}), started by an "
+            "earlier run of this sweep") in res.stderr, res.output
+    assert "left by an earlier run" not in res.stderr  # nothing else was left over
+    assert not is_alive(LocalTarget(), orphan)  # stopped after its benchmark
     doc = json.loads(res.stdout)
     assert [p["status"] for p in doc["points"]] == ["measured", "measured"]
+    # it had served the killed run's requests: its prefix cache was reset before level 1
+    assert doc["points"][0]["prefix_cache_resets"] == 2
+    assert doc["points"][1]["prefix_cache_resets"] == 1
     assert lab.records() == []
     store = RunStore(lab.project / "runs")
     runs: dict[str, list[tuple[str, ...]]] = {}
@@ -226,12 +236,38 @@ def test_a_killed_sweep_leaves_no_orphan_and_resume_measures_each_point_once(lab
         assert not isinstance(rec, Exception)
         if rec.variant_name.startswith("cpu-eager@kill-"):
             runs.setdefault(rec.variant_name, []).append(rec.benchmarks)
-    # the killed point: one run without a benchmark (killed), one measured; the other once
-    assert sorted(len(b) for b in runs["cpu-eager@kill-01"]) == [0, 1]
+    # one run each: the killed point's launch got its benchmark on reattaching
+    assert [len(b) for b in runs["cpu-eager@kill-01"]] == [1]
     assert [len(b) for b in runs["cpu-eager@kill-02"]] == [1]
+    assert doc["points"][0]["run_dir"] == record["run_dir"]
     for p in doc["points"]:
         assert store.read(Path(p["run_dir"])).host["name"] == "cpu-ssh"
-    assert os.path.isdir(doc["points"][0]["run_dir"])
+
+
+def test_a_leftover_of_another_configuration_is_stopped_not_reattached(lab: Lab) -> None:
+    """The sweep file changed between the killed run and the next: the point's name is
+    the same, its configuration is not, so the leftover is stopped and the point
+    launched afresh."""
+    port = free_port()
+    lab.sweep_file("edit", f"base: cpu-eager\nhosts: [cpu-ssh]\nport: {port}\n"
+                   "grid:\n  args:\n    max-num-seqs: [3]\n" + LONGER)
+    proc = lab.spawn("sweep", "edit")
+    lab.wait_phase("edit", 1, "bench", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    record = json.loads((lab.base / "work" / "run" / "cpu-eager%40edit-01.json").read_text())
+    orphan = int(record["pid"])
+    lab.sweep_file("edit", f"base: cpu-eager\nhosts: [cpu-ssh]\nport: {port}\n"
+                   "grid:\n  args:\n    max-num-seqs: [4]\n" + BENCH)
+    res = lab.cli("sweep", "edit", "--json")
+    assert res.code == 0, res.output
+    assert "reattaching" not in res.stderr
+    assert not is_alive(LocalTarget(), orphan)
+    (point,) = json.loads(res.stdout)["points"]
+    assert point["status"] == "measured" and point["run_dir"] != record["run_dir"]
+    rec = RunStore(lab.project / "runs").read(Path(point["run_dir"]))
+    assert rec.variant["args"]["max-num-seqs"] == 4
+    assert lab.records() == []
 
 
 def test_a_connection_dropped_mid_point_is_reconnected_and_the_sweep_goes_on(

@@ -155,9 +155,7 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
 
     def make_runner(host: Any, target: Any, stop: threading.Event, point_ui: Any
                     ) -> TargetPointRunner:
-        from variantctl.sweeps.slurm import runner_class
-
-        return runner_class(host)(target, host, plan.spec, ctx, ui=point_ui, stop=stop,
+        return TargetPointRunner(target, host, plan.spec, ctx, ui=point_ui, stop=stop,
                                  include_predicted=include_predicted, grace=grace,
                                  clock=env.clock)
 

@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -32,6 +32,7 @@ from variantctl.launch.core import (
     LaunchResult,
     LaunchUI,
     launch_variant,
+    watch_variant,
 )
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import layout_for, list_records
@@ -120,7 +121,6 @@ class TargetPointRunner:
         self.target, self.host, self.spec, self.ctx = target, host, spec, ctx
         self.ui, self.stop, self.grace, self.clock = ui, stop, grace, clock
         self.include_predicted = include_predicted
-        self._resets = 0
         # the last point lost the connection: the next one reconnects before it starts
         # (an unattended sweep goes on after a network blip instead of failing every
         # point left with "connection lost")
@@ -144,7 +144,7 @@ class TargetPointRunner:
         try:
             if self.spec.profile:
                 point, collector = self._profiled(point)
-            result = self.start(point, opts, _PointUI(self.ui, point, self.stop))
+            result, reattached = self.start(point, opts, _PointUI(self.ui, point, self.stop))
         except Interrupted:
             self._stop_recorded(point)
             return PointOutcome("interrupted", message="interrupted during the start",
@@ -163,7 +163,9 @@ class TargetPointRunner:
                 "total_s": round(self.clock() - t0, 3), "overhead_s": 0.0})
         record = result.record
         bench_s = 0.0
-        self._resets = 0
+        # prefix-cache resets of this point (a local: a SLURM host runs points at once);
+        # a server an earlier run left has served requests already: reset before level 1
+        resets = [0]
         names: list[str] = []
         profiles: list[str] = []
         stopped_early: dict[str, Any] | None = None
@@ -172,8 +174,9 @@ class TargetPointRunner:
             self.ui.phase(point, "bench")
             for params in self.spec.bench:
                 seen = len(collector.levels) if collector is not None else 0
-                bench, measured_s, early, death = self._ladder(point, record, params,
-                                                               collector)
+                bench, measured_s, early, death = self._ladder(
+                    point, record, params, collector, resets=resets,
+                    reset_first=reattached)
                 if collector is not None and len(self.spec.bench) > 1:
                     for lv in collector.levels[seen:]:  # one ladder per prompt set
                         lv.label = f"{params.prompt} {lv.label}"
@@ -218,7 +221,7 @@ class TargetPointRunner:
         total = t_end - t0
         return dataclasses.replace(
             base, status=status, message=message, benchmarks=tuple(names),
-            profiles=tuple(profiles), stopped_early=stopped_early, prefix_cache_resets=self._resets,
+            profiles=tuple(profiles), stopped_early=stopped_early, prefix_cache_resets=resets[0],
             timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
                      "bench_s": round(bench_s, 3), "stop_s": round(stop_s, 3),
                      "total_s": round(total, 3),
@@ -226,10 +229,59 @@ class TargetPointRunner:
                      # the sweep's cost; everything else is (docs/sweep.md)
                      "overhead_s": round(max(0.0, total - ttr - bench_s - stop_s), 3)})
 
-    def start(self, point: PlannedPoint, opts: LaunchOptions, ui: LaunchUI) -> LaunchResult:
-        """Start the point's server and watch it to a verdict (a SLURM runner may
-        reattach to a job instead: variantctl.sweeps.slurm)."""
-        return launch_variant(self.target, self.host, point.variant, opts, self.ctx, ui)
+    def start(self, point: PlannedPoint, opts: LaunchOptions, ui: LaunchUI
+              ) -> tuple[LaunchResult, bool]:
+        """Start the point's server and watch it to a verdict; True when it reattached
+        instead: an earlier run of this sweep (a variantctl killed mid-point) left the
+        point's server running — a process on the host or a SLURM job, queued or
+        running — with the same configuration, so its start (minutes on a GPU host)
+        is not paid twice and its run gets the benchmark. A leftover of another
+        configuration under the point's name (the sweep file changed) is stopped."""
+        from variantctl.launch.servers import load_record
+
+        layout = layout_for(self.target, self.host)
+        record = load_record(self.target, layout, point.name)
+        if record is not None:
+            launcher = launcher_for(self.host)
+            if (launcher.probe(self.target, record, health=False).alive
+                    and self._same_configuration(record, point)):
+                what = (f"SLURM job {record.pid}" if launcher.kind == "slurm"
+                        else f"its server (pid {record.pid})")
+                self.ui.note(f"{point.name}: reattaching to {what}, started by an earlier "
+                             "run of this sweep")
+                return watch_variant(self.target, self.host, point.name, point.variant,
+                                     opts, self.ctx, ui), True
+            launcher.stop(self.target, layout, record, grace=self.grace)
+        return launch_variant(self.target, self.host, point.variant, opts, self.ctx, ui), False
+
+    def _same_configuration(self, record: ServerRecord, point: PlannedPoint) -> bool:
+        """Whether the leftover's run is of the point as planned now: the same
+        configuration key (launch view, host, required patchsets as defined now) on the
+        port it was given (a SLURM job may have been moved off the planned one), and
+        profiled or not as the sweep is now."""
+        from pathlib import Path
+
+        from variantctl.launch.core import host_identity
+        from variantctl.runs.run import RunFileError
+        from variantctl.sweeps.history import (
+            config_key,
+            record_config_key,
+            required_fingerprints,
+        )
+
+        if not record.run_dir:
+            return False
+        try:
+            rec = self.ctx.runs.read(Path(record.run_dir))
+        except RunFileError:
+            return False
+        env = rec.variant.get("env")
+        profiled = isinstance(env, Mapping) and PROFILE_ENV in env
+        planned = point.variant.with_overrides(port=record.port)
+        fingerprints = {n: ps.fingerprint for n, ps in self.ctx.patchsets.items()}
+        expected = config_key(planned.launch_view(), host_identity(self.host),
+                              required_fingerprints(planned.requires, fingerprints))
+        return record_config_key(rec) == expected and profiled == self.spec.profile
 
     def _stop_server(self, record: ServerRecord) -> StopOutcome:
         return launcher_for(self.host).stop(self.target, layout_for(self.target, self.host),
@@ -313,10 +365,12 @@ class TargetPointRunner:
         return [path.name] if path is not None else []
 
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
-                collector: Collector | None = None
+                collector: Collector | None = None, *, resets: list[int],
+                reset_first: bool = False,
                 ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
         """One prompt set's ladder, level by level (stop rules and prefix-cache resets
-        between levels). Returns (merged result, measured seconds, stopped early, death)."""
+        between levels, and before the first with ``reset_first``; counted in
+        ``resets[0]``). Returns (merged result, measured seconds, stopped early, death)."""
         from variantctl.bench.session import Measurement, measure, reach
 
         levels: list[LevelResult] = []
@@ -327,8 +381,8 @@ class TargetPointRunner:
         address = launcher_for(self.host).address(self.target, record)
         with reach(self.target, record.port, address) as base_url:
             for i, concurrency in enumerate(params.concurrency):
-                if i and _reset_prefix_cache(base_url):
-                    self._resets += 1
+                if (i or reset_first) and _reset_prefix_cache(base_url):
+                    resets[0] += 1
                 one = dataclasses.replace(params, concurrency=(concurrency,))
                 self.ui.phase(point, "bench", f"{params.prompt} c={concurrency}")
                 m = Measurement(label=point.name, base_url=base_url, params=one,
@@ -401,15 +455,16 @@ def _reset_prefix_cache(base_url: str) -> bool:
 # -- the sweep ---------------------------------------------------------------------
 
 
-def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.0
-                   ) -> list[str]:
+def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.0,
+                   keep: Collection[str] = ()) -> list[str]:
     """Stop every server of ``sweep`` recorded on the host (a variantctl killed mid-point
-    leaves one): the names stopped. Other variants' servers are left alone."""
+    leaves one) but those of the points in ``keep`` (about to run: their start reattaches
+    or stops them): the names stopped. Other variants' servers are left alone."""
     layout = layout_for(target, host)
     stopped = []
     for rec in list_records(target, layout):
         owner = sweep_of_name(rec.variant)
-        if owner is None or owner[0] != sweep:
+        if owner is None or owner[0] != sweep or rec.variant in keep:
             continue
         outcome = launcher_for(host).stop(target, layout, rec, grace=grace)
         if not outcome.ok:
@@ -466,13 +521,13 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
             todo[p.host].append(p)
 
     def host_work(name: str, points: Sequence[PlannedPoint]) -> None:
-        from variantctl.sweeps.slurm import for_each_point, leaves_leftovers_running
+        from variantctl.sweeps.slurm import for_each_point
 
         host = hosts[name]
         try:
             with open_target(host) as target:
-                left = ([] if leaves_leftovers_running(host)
-                        else stop_leftovers(target, host, plan.spec.name, grace=grace))
+                left = stop_leftovers(target, host, plan.spec.name, grace=grace,
+                                      keep={p.name for p in points})
                 if left:
                     out.leftovers[name] = left
                     ui.note(f"{name}: stopped {len(left)} server(s) left by an earlier run: "

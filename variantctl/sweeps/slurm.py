@@ -2,15 +2,11 @@
 
 variantctl schedules nothing itself: it submits up to ``max_jobs`` points of the
 host and lets SLURM place them (as many nodes as the partition gives); a point
-whose job ends makes room for the next one. The plan, skip and resume rules are
-the sweep's own (:mod:`variantctl.sweeps.executor`); what differs:
-
-- :class:`SlurmPointRunner` reattaches to a job of the same point that is still
-  queued or running (a variantctl killed mid-sweep leaves them; ``--resume`` finds
-  them through their server records on the login node) instead of submitting it
-  twice, then benchmarks and stops it as any point;
-- :func:`for_each_point` runs a host's points ``max_jobs`` at a time (one at a time
-  on any other host: one server per host).
+whose job ends makes room for the next one. The plan, skip, resume and reattach
+rules are the sweep's own (:mod:`variantctl.sweeps.executor`: a job a killed
+variantctl left queued or running is reattached, as a server on any host is);
+what differs is :func:`for_each_point`, which runs a host's points ``max_jobs`` at
+a time (one at a time on any other host: one server per host).
 """
 
 from __future__ import annotations
@@ -20,36 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from variantctl.hostmodel import Host
-from variantctl.launch.core import LaunchOptions, LaunchResult, LaunchUI, watch_variant
-from variantctl.launch.launcher import launcher_for
-from variantctl.launch.servers import layout_for, load_record
-from variantctl.sweeps.executor import TargetPointRunner
 from variantctl.sweeps.plan import PlannedPoint
-
-
-class SlurmPointRunner(TargetPointRunner):
-    """A point as a SLURM job (launch, bench and stop as :class:`TargetPointRunner`)."""
-
-    def start(self, point: PlannedPoint, opts: LaunchOptions, ui: LaunchUI) -> LaunchResult:
-        layout = layout_for(self.target, self.host)
-        record = load_record(self.target, layout, point.name)
-        if record is not None and launcher_for(self.host).probe(
-                self.target, record, health=False).alive:
-            self.ui.note(f"{point.name}: reattaching to SLURM job {record.pid} "
-                         "(submitted by an earlier run of this sweep)")
-            return watch_variant(self.target, self.host, point.name, point.variant, opts,
-                                 self.ctx, ui)
-        return super().start(point, opts, ui)
-
-
-def runner_class(host: Host) -> type[TargetPointRunner]:
-    """The point runner of ``host``: jobs on a SLURM host, else servers on the host."""
-    return SlurmPointRunner if host.slurm is not None else TargetPointRunner
-
-
-def leaves_leftovers_running(host: Host) -> bool:
-    """On a SLURM host, jobs an earlier run left are reattached, not stopped."""
-    return host.slurm is not None
 
 
 def for_each_point(host: Host, points: Sequence[PlannedPoint], stop: threading.Event,
