@@ -38,6 +38,39 @@ def latest_log(target: Target, host: Host, variant: str) -> tuple[str, int | Non
     return posixpath.join(layout.logs, sorted(names)[-1]), None
 
 
+#: bytes read per request (printing) and per step back from the end (``--lines``)
+BLOCK = 1 << 20
+
+
+def _tail(target: Target, path: str, lines: int) -> tuple[int, bytes]:
+    """(the file's size when read, its last ``lines`` lines), reading blocks backwards
+    from the end until enough line ends are in hand."""
+    st = target.stat(path)
+    size = st.size if st is not None else 0
+    if lines == 0:
+        return size, b""
+    pos, data = size, b""
+    # one line end more than asked: the line before the first one kept must be whole
+    while pos > 0 and data.count(b"\n", 0, max(0, len(data) - 1)) < lines:
+        step = min(BLOCK, pos)
+        pos -= step
+        data = _read_exact(target, path, pos, step) + data
+    parts = data.splitlines(keepends=True)
+    return size, b"".join(parts[-lines:])
+
+
+def _read_exact(target: Target, path: str, offset: int, n: int) -> bytes:
+    """``n`` bytes from ``offset`` (fewer only at the end of the file): a read may
+    return less than asked."""
+    out = b""
+    while len(out) < n:
+        chunk = read_from(target, path, offset + len(out), n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 @dataclass(frozen=True)
 class LogText:
     """Log text to print, control characters already made visible."""
@@ -77,15 +110,21 @@ def log_stream(
         # group do not count
         return record is None or not launcher_for(host).probe(target, record,
                                                              health=False).alive
-    data = target.read_bytes(path)
-    offset = len(data)
     if lines is not None:
-        parts = data.splitlines(keepends=True)
-        data = b"".join(parts[-lines:]) if lines else b""
+        # the last lines only: read back from the end, a block at a time, never the
+        # whole (possibly huge) log
+        offset, data = _tail(target, path, lines)
+        yield from text(data, final=not follow)
+    else:
+        # the whole log, a block at a time: printed as it is read, never held whole
+        offset = 0
+        while chunk := read_from(target, path, offset, BLOCK):
+            offset += len(chunk)
+            yield from text(chunk)
+        if not follow:
+            yield from text(b"", final=True)
     if not follow:
-        yield from text(data, final=True)
         return
-    yield from text(data)
     idle_checks = 0
     while True:
         try:

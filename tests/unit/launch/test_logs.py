@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult
 from variantctl.hostmodel import Host
 from variantctl.launch.logs import LogText, log_stream
@@ -65,3 +67,45 @@ def test_the_cli_prints_the_visible_text(run_cli: Callable[..., CliResult],
     res = run_cli(["logs", "v"], project=project)
     assert res.code == 0, res.output
     assert "\x1b" not in res.stdout and "\\x1b[31mred" in res.stdout
+
+
+class _Spy(LocalTarget):
+    """LocalTarget counting what is read (and failing on a whole-file read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read = 0
+
+    def read_bytes(self, path: str) -> bytes:
+        assert not path.endswith(".log"), "the whole log was read"
+        return super().read_bytes(path)
+
+    def read_from(self, path: str, offset: int, limit: int = 1 << 20) -> bytes:
+        data = super().read_from(path, offset, min(limit, 7))  # short reads, as SFTP may
+        self.read += len(data)
+        return data
+
+
+def test_the_last_lines_of_a_big_log_are_read_from_its_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import variantctl.launch.logs as logs
+
+    monkeypatch.setattr(logs, "BLOCK", 64)
+    body = b"".join(b"line %05d\n" % i for i in range(5000))  # 55 kB
+    _log(tmp_path, body)
+    host = Host(name="local", workdir=str(tmp_path / "work"))
+    spy = _Spy()
+    for n in (1, 3, 20):
+        spy.read = 0
+        (item,) = list(log_stream(spy, host, "v", lines=n))
+        assert item == LogText("".join(f"line {i:05d}\n" for i in range(5000 - n, 5000)))
+        assert spy.read <= 64 * (n // 5 + 2)  # a few blocks from the end, not 55 kB
+    # an unterminated last line counts as a line
+    (tmp_path / "work" / "logs" / "v-20261201T100000Z.log").write_bytes(body + b"tail")
+    (item,) = list(log_stream(spy, host, "v", lines=2))
+    assert item == LogText("line 04999\ntail")
+    assert list(log_stream(spy, host, "v", lines=0)) == []
+    # the whole log streams through the same bounded reads
+    whole = "".join(i.text for i in log_stream(spy, host, "v")
+                    if isinstance(i, LogText))
+    assert whole == (body + b"tail").decode()
