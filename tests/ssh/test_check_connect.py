@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.prof_project import prof_project
 from tests.support.sshd import SshLab, free_port
 
 pytestmark = pytest.mark.ssh
@@ -19,15 +20,8 @@ SAMPLE = "class Runner:\n    def execute_model(self, x):\n        return x\n"
 
 def test_check_connect_reads_the_ssh_hosts(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
                                            ssh_lab: SshLab) -> None:
-    project = tmp_path / "project"
-    (project / "patchsets").mkdir(parents=True)
-    (project / "variants").mkdir()
-    (project / "patchsets" / "prof.yaml").write_text(
-        "name: prof\nmodule: pkg.runner\noperations:\n"
-        "  - op: instrument\n    functions: [Runner.execute_model, MultiStep.execute_model]\n")
-    root = tmp_path / "remote-root"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "runner.py").write_text(SAMPLE)
+    project, root = tmp_path / "project", tmp_path / "remote-root"
+    prof_project(project, root, SAMPLE)
     # a model whose config.json the max-model-len rule reads (on the host, over SFTP)
     model = tmp_path / "remote-model"
     model.mkdir()

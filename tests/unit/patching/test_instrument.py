@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
+from tests.support.prof_project import prof_project
 from variantctl.bench.profiledata import breakdown, parse_lines
 from variantctl.config.patchsets import load_patchset_file
 from variantctl.errors import ConfigError
@@ -348,15 +349,8 @@ def test_apply_status_rollback_on_two_roots(tmp_path: Path, run_cli) -> None:  #
 
 def test_check_warns_when_the_hosts_vllm_lacks_a_required_point(tmp_path: Path,
                                                                  run_cli) -> None:  # type: ignore[no-untyped-def]
-    project = tmp_path / "project"
-    (project / "patchsets").mkdir(parents=True)
-    (project / "variants").mkdir()
-    (project / "patchsets" / "prof.yaml").write_text(
-        "name: prof\nmodule: pkg.runner\noperations:\n"
-        "  - op: instrument\n    functions: [Runner.execute_model, MultiStep.execute_model]\n")
-    root = tmp_path / "root"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "runner.py").write_text(SAMPLE)
+    project, root = tmp_path / "project", tmp_path / "root"
+    prof_project(project, root, SAMPLE)
     (project / "variants" / "hosts.yaml").write_text(
         f"box:\n  python: {sys.executable}\n  site_roots: [{root}]\n")
     (project / "variants" / "v.yaml").write_text(
