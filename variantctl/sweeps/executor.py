@@ -79,6 +79,8 @@ class PointOutcome:
     timings: Mapping[str, float] = field(default_factory=dict)
     #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
     prefix_cache_resets: int = 0
+    #: the connection to the host dropped during the point (the sweep retries it once)
+    connection_lost: bool = False
 
 
 class PointRunner(Protocol):
@@ -125,8 +127,15 @@ class TargetPointRunner:
         # (an unattended sweep goes on after a network blip instead of failing every
         # point left with "connection lost")
         self._lost: TargetError | None = None
+        # per point (a SLURM host runs points in several threads): did the connection drop
+        self._point = threading.local()
 
     def run_point(self, point: PlannedPoint) -> PointOutcome:
+        self._point.dropped = False
+        outcome = self._run_point(point)
+        return dataclasses.replace(outcome, connection_lost=self._point.dropped)
+
+    def _run_point(self, point: PlannedPoint) -> PointOutcome:
         t0 = self.clock()
         if self._lost is not None:
             try:
@@ -306,11 +315,13 @@ class TargetPointRunner:
     def _note_lost(self, exc: VariantctlError) -> None:
         if isinstance(exc, TargetError) and exc.kind == "unreachable":
             self._lost = exc
+            self._point.dropped = True
 
     def _reconnect(self, point: PlannedPoint, error: TargetError) -> None:
         """Open the connection again (within the watch's budget) or raise."""
         self.ui.note(f"{point.name}: connection to {self.host.name} lost ({error.message}); "
                      "reconnecting")
+        self._point.dropped = True
         reconnect(self.target, error, self.clock, time.sleep, RECONNECT_FOR, None,
                   self.clock())
         self._lost = None
@@ -537,6 +548,14 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                 def one(point: PlannedPoint) -> None:
                     state.update(point.name, status="running", phase="launch")
                     outcome = runner.run_point(point)
+                    if (outcome.connection_lost and outcome.status == "error"
+                            and not stop.is_set()):
+                        # an unattended sweep does not leave a hole for a network blip:
+                        # the point once more, on the re-opened connection (its server
+                        # was stopped; the failed attempt keeps its run)
+                        ui.note(f"{point.name}: retrying once: {outcome.message}")
+                        state.update(point.name, status="running", phase="launch")
+                        outcome = runner.run_point(point)
                     state.update(point.name, **_entry_fields(outcome))
                     ui.phase(point, outcome.status, outcome.message)
 
