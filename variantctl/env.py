@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 PROJECT_ENV = "VARIANTCTL_PROJECT"
 CACHE_ENV = "VARIANTCTL_CACHE"
+#: extra signature directories (``os.pathsep``-separated) every diagnosing command reads
+SIGNATURES_ENV = "VARIANTCTL_SIGNATURES"
 
 
 def _default_cache_dir() -> Path:
@@ -75,6 +77,8 @@ class Environment:
     #: ``--project`` or ``VARIANTCTL_PROJECT`` when one of them named ``project_dir``
     #: (checked by :meth:`check_project`); None when it was discovered or set by a test
     project_named_by: str | None = None
+    #: extra signature directories (``VARIANTCTL_SIGNATURES``), relative to ``cwd``
+    signature_dirs: tuple[Path, ...] = ()
 
     @classmethod
     def from_process(cls, project: Path | None = None) -> Environment:
@@ -87,6 +91,8 @@ class Environment:
             project_dir=project.resolve() if project else find_project_dir(cwd),
             cache_dir=_default_cache_dir(),
             debug=bool(os.environ.get("VARIANTCTL_DEBUG")),
+            signature_dirs=tuple(Path(d).expanduser() for d in
+                                 os.environ.get(SIGNATURES_ENV, "").split(os.pathsep) if d),
         )
 
     def check_project(self) -> None:

@@ -20,6 +20,7 @@ from tests.conftest import CliResult
 from tests.ssh.launchkit import make_project, mark_time, run_json
 from tests.support.sshd import SshLab, free_port
 from variantctl.exitcodes import ExitCode
+from variantctl.runs.store import RunStore
 from variantctl.targets.local import LocalTarget
 from variantctl.targets.process import group_members, port_in_use
 
@@ -343,3 +344,36 @@ def test_preflight_reads_the_models_config_on_the_host(
     assert "would fail as tp-heads-not-divisible" in res.stderr
     assert "not launching" in res.stderr
     assert not (project / "work-gpu1" / "run" / "fake-tp3.json").exists()
+
+
+ACME = """\
+signatures:
+  - id: acme-license-expired
+    title: The ACME site runtime refused to start
+    kind: failed
+    priority: 90
+    keywords: [something unexpected happened]
+    patterns: ['something unexpected happened']
+    message: the ACME runtime stopped the server
+    remediation: renew the ACME licence (site rule)
+    examples: ['something unexpected happened']
+"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_project_signature_names_a_failing_launch(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+    """The project's signatures/ is the launch's catalog too (issue 18.1): the FAKE
+    server's last line matches only the project's signature, so launch (and classify of
+    the archived log) name it, where the shipped catalog alone says `exited`."""
+    (project / "signatures").mkdir()
+    (project / "signatures" / "acme.yaml").write_text(ACME)
+    res, _port = launch(run_cli, project, "fake-exit", host)
+    assert res.code == ExitCode.FAILED, res.output
+    assert "acme-license-expired" in res.stdout, res.output
+    assert "renew the ACME licence" in res.stdout
+    data = run_json(project, "fake-exit")
+    assert (data["verdict"]["verdict"], data["verdict"]["signature"]) == (
+        "failed", "acme-license-expired")
+    (run_dir,) = [d for d in RunStore(project / "runs").dirs() if d.variant == "fake-exit"]
+    same = run_cli(["classify", "--json", str(run_dir.path / "server.log")], project=project)
+    assert json.loads(same.stdout)["logs"][0]["signature"] == "acme-license-expired"

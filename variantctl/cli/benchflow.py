@@ -17,6 +17,7 @@ from variantctl.bench.session import Measurement, RunOutcome
 from variantctl.benchparams import BenchParams
 from variantctl.env import Environment
 from variantctl.exitcodes import ExitCode
+from variantctl.project.loaded import Project
 
 
 def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
@@ -26,6 +27,7 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
     from variantctl.cli.benchview import LiveView
     from variantctl.errors import VariantctlError
 
+    project = Project(env)  # the one signature catalog and host list of this command
     started_at = env.now().isoformat()
     outcomes: list[RunOutcome] = []
     #: several variants: one that cannot be measured (not running, host down) is
@@ -33,10 +35,10 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
     errors: list[tuple[str, VariantctlError]] = []
     with LiveView(env) as view:
         if url is not None:
-            outcomes.append(_bench_url(env, params, url, host, view, started_at))
+            outcomes.append(_bench_url(project, params, url, host, view, started_at))
         for variant in variants:
             try:
-                outcome = _bench_variant(env, params, variant, host, view, started_at, store,
+                outcome = _bench_variant(project, params, variant, host, view, started_at, store,
                                          profile=profile, trace=profile_trace,
                                          several=len(variants) > 1)
             except VariantctlError as exc:
@@ -60,16 +62,14 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
     return max(codes, default=0)
 
 
-def _measurement(env: Environment, params: BenchParams, label: str, base_url: str,
+def _measurement(project: Project, params: BenchParams, label: str, base_url: str,
                  view: Any, **where: Any) -> Measurement:
-    from variantctl.config.catalog import default_catalog
-
     return Measurement(label=label, base_url=base_url, params=params,
                        on_progress=lambda p: view.progress(label, p), on_note=view.note,
-                       clock=env.clock, signatures=default_catalog(), **where)
+                       clock=project.env.clock, signatures=project.signatures, **where)
 
 
-def _bench_variant(env: Environment, params: BenchParams, variant: str, host_name: str | None,
+def _bench_variant(project: Project, params: BenchParams, variant: str, host_name: str | None,
                    view: Any, started_at: str, store: bool, *, profile: bool = False,
                    trace: Path | None = None, several: bool = False) -> RunOutcome:
     from variantctl.bench.session import find_server, measure, reach, store_result
@@ -77,7 +77,8 @@ def _bench_variant(env: Environment, params: BenchParams, variant: str, host_nam
     from variantctl.project.selection import select_hosts, variant_host
     from variantctl.targets.connect import open_target
 
-    default = variant_host(env, variant) or "local"
+    env = project.env
+    default = variant_host(project, variant) or "local"
     (host,) = select_hosts(env, host_name, None, default=default)
     with open_target(host) as target:
         collector = None
@@ -85,12 +86,12 @@ def _bench_variant(env: Environment, params: BenchParams, variant: str, host_nam
             from variantctl.bench.profile import Collector
             from variantctl.cli.profileflow import ensure_profiled_server
 
-            record, where = ensure_profiled_server(env, target, host, variant, view.note)
+            record, where = ensure_profiled_server(project, target, host, variant, view.note)
             collector = Collector(target, where)
         else:
             record = find_server(target, host, variant)
         with reach(target, record.port, launcher_for(host).address(target, record)) as base_url:
-            m = _measurement(env, params, variant, base_url, view, target=target, host=host,
+            m = _measurement(project, params, variant, base_url, view, target=target, host=host,
                              record=record, profile=collector)
             outcome = asyncio.run(measure(m, started_at))
     if collector is not None:
@@ -108,7 +109,7 @@ def _bench_variant(env: Environment, params: BenchParams, variant: str, host_nam
     return outcome
 
 
-def _bench_url(env: Environment, params: BenchParams, url: str, host_name: str | None,
+def _bench_url(project: Project, params: BenchParams, url: str, host_name: str | None,
                view: Any, started_at: str) -> RunOutcome:
     from variantctl.bench.session import is_loopback_url, measure
     from variantctl.errors import VariantctlError
@@ -123,13 +124,13 @@ def _bench_url(env: Environment, params: BenchParams, url: str, host_name: str |
     if base.endswith("/v1"):
         base = base[: -len("/v1")]
     if host_name is not None:
-        (host,) = select_hosts(env, host_name, None)
+        (host,) = select_hosts(project.env, host_name, None)
         with open_target(host) as target:
-            m = _measurement(env, params, url, base, view, target=target, host=host)
+            m = _measurement(project, params, url, base, view, target=target, host=host)
             return asyncio.run(measure(m, started_at))
     # a server on this machine: its GPUs are this machine's
     local = LocalTarget() if is_loopback_url(base) else None
-    m = _measurement(env, params, url, base, view, target=local)
+    m = _measurement(project, params, url, base, view, target=local)
     return asyncio.run(measure(m, started_at))
 
 

@@ -42,18 +42,20 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
         load_expectations,
         read_log,
         read_warnings,
-        signature_dirs,
         suggestion_yaml,
     )
     from variantctl.cli.output import emit, print_json
-    from variantctl.config.catalog import default_catalog
     from variantctl.logs.bounded import visible
     from variantctl.logs.classify import classify_text
     from variantctl.logs.expect import check_log
+    from variantctl.project.loaded import Project
     from variantctl.render.classify import result_blocks, results_json
 
-    catalog = default_catalog(signature_dirs(env, sig_dirs))
-    wanted = load_expectations(env, expect) if expect else None
+    # the project's signatures/ and the --signatures directories (VARIANTCTL_SIGNATURES
+    # when none is given): the catalog launch, watch, bench and sweep diagnose with too
+    project = Project(env, sig_dirs or None)
+    catalog = project.signatures
+    wanted = load_expectations(project, expect) if expect else None
     results = []
     for path in logs:
         text, stats = read_log(env.cwd / path, str(path))

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.logs.bounded import MAX_BYTES, MAX_LINE, ReadStats, bounded_lines
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.model import Catalog, Signature
 from variantctl.logs.result import Result
+from variantctl.project.loaded import Project
 
 #: exit code per verdict kind; with several logs the most severe (first in this order) wins
 KIND_EXIT = {
@@ -60,23 +60,11 @@ def read_warnings(display: str, stats: ReadStats) -> list[str]:
     return out
 
 
-def signature_dirs(env: Environment, given: Sequence[Path]) -> list[Path]:
-    """The project's ``signatures/`` directory (when there is one) plus ``given`` ones."""
-    dirs: list[Path] = []
-    if env.project_dir is not None and (env.project_dir / "signatures").is_dir():
-        dirs.append(env.project_dir / "signatures")
-    dirs.extend(env.cwd / d for d in given)
-    return dirs
-
-
 def load_expectations(
-    env: Environment, name: str
+    project: Project, name: str
 ) -> tuple[Mapping[str, object], Mapping[str, object]]:
     """``(expect block, flags)`` of the resolved variant ``name``."""
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.resolve import resolve
-
-    variant = resolve(load_catalog(env.variants_dir), name)
+    variant = project.resolve(name)
     return dict(variant.expect), dict(variant.args)
 
 

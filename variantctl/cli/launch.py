@@ -29,9 +29,10 @@ def launch(env: Environment, variant: str, host: str | None, port: int | None,
     from variantctl.launch.core import LaunchOptions, launch_variant
     from variantctl.launch.ui import ConsoleUI
     from variantctl.project.context import prepare
+    from variantctl.project.loaded import Project
     from variantctl.targets.connect import open_target
 
-    resolved, target_host, ctx = prepare(env, variant, host=host, port=port)
+    resolved, target_host, ctx = prepare(Project(env), variant, host=host, port=port)
     opts = LaunchOptions(apply_patches=apply_patches, force=force, replace=replace,
                          wait=not no_wait, timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)

@@ -19,10 +19,11 @@ def logs(env: Environment, variant: str, host: str | None, follow: bool,
          lines: int | None) -> None:
     """Print VARIANT's latest server log (from the running server or the last launch)."""
     from variantctl.launch.logs import LogText, log_stream
+    from variantctl.project.loaded import Project
     from variantctl.project.selection import select_hosts, variant_host
     from variantctl.targets.connect import open_target
 
-    default = variant_host(env, variant) or "local"
+    default = variant_host(Project(env), variant) or "local"
     (chosen,) = select_hosts(env, host, None, default=default)
     out = env.stdout.file
     with open_target(chosen) as target:

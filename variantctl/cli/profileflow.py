@@ -14,6 +14,7 @@ from typing import Any
 
 from variantctl.env import Environment
 from variantctl.hostmodel import Host
+from variantctl.project.loaded import Project
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
 
@@ -22,7 +23,7 @@ def _say(env: Environment, line: str) -> None:
     env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def ensure_profiled_server(env: Environment, target: Target, host: Host, variant: str,
+def ensure_profiled_server(project: Project, target: Target, host: Host, variant: str,
                            note: Callable[[str], None]) -> tuple[ServerRecord, str]:
     """The running server of ``variant`` with profiling on (relaunching it if needed)."""
     from variantctl.bench.profile import ENV, server_profile_dir
@@ -35,16 +36,16 @@ def ensure_profiled_server(env: Environment, target: Target, host: Host, variant
         raise  # the host itself is the problem: a launch would not fare better
     except VariantctlError as exc:  # not running, still starting, not answering
         note(f"{variant}: {exc.message}; launching it with profiling on")
-        return _relaunch(env, target, host, variant, note)
+        return _relaunch(project, target, host, variant, note)
     directory = server_profile_dir(target, record)
     if directory:
         return record, directory
     note(f"{variant}: its server (pid {record.pid}) runs without {ENV}; relaunching it "
          "with profiling on")
-    return _relaunch(env, target, host, variant, note)
+    return _relaunch(project, target, host, variant, note)
 
 
-def _relaunch(env: Environment, target: Target, host: Host, variant: str,
+def _relaunch(project: Project, target: Target, host: Host, variant: str,
               note: Callable[[str], None]) -> tuple[ServerRecord, str]:
     from variantctl.bench.profile import ENV, profile_dir
     from variantctl.errors import VariantctlError
@@ -52,7 +53,7 @@ def _relaunch(env: Environment, target: Target, host: Host, variant: str,
     from variantctl.launch.core import LaunchOptions, QuietUI, launch_variant
     from variantctl.project.context import prepare
 
-    resolved, _, ctx = prepare(env, variant, host=host.name)
+    resolved, _, ctx = prepare(project, variant, host=host.name)
     directory = profile_dir(target, host, variant)
     profiled = resolved.with_args({}, env={ENV: directory}, origin="bench --profile")
 

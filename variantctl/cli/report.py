@@ -32,10 +32,13 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
     GPU's peaks (hosts.yaml ``gpu:``). See docs/report.md.
     """
     from variantctl.cli.output import emit, print_json
+    from variantctl.project.loaded import Project
     from variantctl.render.output import text
     from variantctl.report.write import gather, write_report
 
-    data, name = gather(env, sources, title)
+    project = Project(env)
+    data, name = gather(env, sources, title, signatures=project.signatures,
+                        hosts=project.hosts)
     written = write_report(env, data, fmt, out, name)
     if as_json:
         print_json(env, {"report": str(written[0]), "files": [str(p) for p in written]})

@@ -26,13 +26,14 @@ def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None
     from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
     from variantctl.launch.servers import stop_servers
+    from variantctl.project.loaded import Project
     from variantctl.project.selection import select_hosts, variant_host
     from variantctl.render.servers import stop_blocks, stops_json
     from variantctl.targets.connect import on_hosts
 
     if bool(variant) == stop_all:
         raise VariantctlError("give a VARIANT or --all", hint="variantctl ps lists them")
-    default = (variant_host(env, variant) if variant else None) or "local"
+    default = (variant_host(Project(env), variant) if variant else None) or "local"
     chosen = select_hosts(env, host, hosts, default=default)
     outcomes = on_hosts(chosen, lambda h, t: stop_servers(t, h, variant, grace=grace))
     if variant and not any(o.value or o.error for o in outcomes):

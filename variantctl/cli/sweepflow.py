@@ -10,34 +10,28 @@ from typing import Any
 
 from variantctl.env import Environment
 from variantctl.exitcodes import ExitCode
+from variantctl.project.loaded import Project
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
 
-def load_plan(env: Environment, name: str, *, hosts: str | None, include_predicted: bool,
+def load_plan(project: Project, name: str, *, hosts: str | None, include_predicted: bool,
               previous: Mapping[str, Any] | None) -> Plan:
     """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere)."""
     from variantctl.config.hosts import get_host
-    from variantctl.config.patchsets import load_patchset, patchset_names
-    from variantctl.config.sweeps import load_sweep, sweeps_dir
-    from variantctl.config.variants import load_catalog
     from variantctl.errors import NotFoundError
     from variantctl.launch.core import host_identity
     from variantctl.runs.run import RunFileError
-    from variantctl.runs.store import RunStore
     from variantctl.sweeps.history import History
     from variantctl.sweeps.plan import make_plan
-    from variantctl.variants.resolve import resolve
 
-    project = env.project()
-    spec = load_sweep(sweeps_dir(project), name, display_base=project)
-    catalog = load_catalog(env.variants_dir)
+    spec = project.sweep(name)
     bases = {}
     for base in spec.bases:
         try:
-            bases[base] = resolve(catalog, base)
+            bases[base] = project.resolve(base)
         except NotFoundError as exc:
             raise NotFoundError(f"{spec.source}: base {exc.message}", hint=exc.hint) from None
-    known = dict(catalog.hosts)
+    known = project.hosts
     names: tuple[str, ...] = spec.hosts
     if hosts is not None:
         names = tuple(dict.fromkeys(n.strip() for n in hosts.split(",") if n.strip()))
@@ -50,20 +44,19 @@ def load_plan(env: Environment, name: str, *, hosts: str | None, include_predict
     # an unknown one is one error naming it, before anything runs
     for n in names or tuple(b.host for b in bases.values()):
         get_host(known, n)
-    store = RunStore(env.runs_dir)
-    records = [rec for _, rec in store.records() if not isinstance(rec, RunFileError)]
+    records = [rec for _, rec in project.runs.records() if not isinstance(rec, RunFileError)]
     bench_seconds = {}
     for entry in (previous or {}).get("points", ()):
         t = entry.get("timings") or {}
         if entry.get("status") == "measured" and isinstance(t.get("bench_s"), (int, float)):
             bench_seconds[entry["point_key"]] = float(t["bench_s"])
-    known_patchsets = patchset_names(env.patchsets_dir) if env.patchsets_dir.is_dir() else None
+    known_patchsets = project.patchset_names
     # the definitions of the patchsets the points require (an edited one makes a failed
     # run of the old one no reason to skip); one that does not load is the pre-flight's
     fingerprints = {}
     for name in sorted({r for b in bases.values() for r in b.requires}):
         if known_patchsets is not None and name in known_patchsets:
-            fingerprints[name] = load_patchset(env.patchsets_dir, name).fingerprint
+            fingerprints[name] = project.patchset(name).fingerprint
     return make_plan(spec, bases, known, {n: host_identity(h) for n, h in known.items()},
                      on_hosts=names, known_patchsets=known_patchsets,
                      patchset_fingerprints=fingerprints,
@@ -119,16 +112,15 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
                       hosts: str | None, include_predicted: bool, grace: float,
                       as_json: bool) -> int:
     from variantctl.cli.output import emit, print_json
-    from variantctl.project.context import context_for
     from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
     from variantctl.sweeps.executor import TargetPointRunner, run_sweep
     from variantctl.sweeps.state import SweepState, read_state, state_path
     from variantctl.targets.connect import open_target
-    from variantctl.variants.model import ResolvedVariant
 
+    project = Project(env)
     path = state_path(env.runs_dir, name)
     previous = read_state(path)
-    plan = load_plan(env, name, hosts=hosts, include_predicted=include_predicted,
+    plan = load_plan(project, name, hosts=hosts, include_predicted=include_predicted,
                      previous=previous)
     if dry_run:
         if as_json:
@@ -146,11 +138,9 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
         env.stderr.print(f"no earlier run of sweep {name} to resume ({path}); starting it",
                          markup=False, highlight=False, soft_wrap=True)
     state = SweepState.begin(path, plan, env.now, previous if resume else None)
-    from variantctl.config.variants import load_catalog
-
-    known = dict(load_catalog(env.variants_dir).hosts)
-    requires = tuple(dict.fromkeys(r for p in plan.points for r in p.variant.requires))
-    ctx = context_for(env, ResolvedVariant(name=name, requires=requires), known)
+    # the catalog load_plan read: its hosts, and every patchset a point requires
+    known = project.hosts
+    ctx = project.launch_context(r for p in plan.points for r in p.variant.requires)
     ui = ProgressPrinter(env, plan, env.clock)
 
     def make_runner(host: Any, target: Any, stop: threading.Event, point_ui: Any

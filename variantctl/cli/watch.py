@@ -22,9 +22,10 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
     from variantctl.launch.core import LaunchOptions, watch_variant
     from variantctl.launch.ui import ConsoleUI
     from variantctl.project.context import prepare_watch
+    from variantctl.project.loaded import Project
     from variantctl.targets.connect import open_target
 
-    resolved, target_host, ctx = prepare_watch(env, variant, host)
+    resolved, target_host, ctx = prepare_watch(Project(env), variant, host)
     opts = LaunchOptions(timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)
     try:

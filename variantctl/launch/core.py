@@ -57,6 +57,7 @@ from variantctl.variants.modelinfo import ModelInfo
 from variantctl.variants.rules import Finding
 
 if TYPE_CHECKING:
+    from variantctl.logs.model import Catalog
     from variantctl.patching.model import Patchset
 
 
@@ -114,8 +115,9 @@ class LaunchContext:
     patchsets: Mapping[str, Patchset]
     #: names of every patchset in the project (None: the requires rule is skipped)
     known_patchsets: tuple[str, ...] | None
-    #: the classifier's signature catalog
-    signatures: Any
+    #: the classifier's signature catalog: the command's one catalog (shipped signatures,
+    #: the project's ``signatures/`` and any extra directories), as ``classify`` uses
+    signatures: Catalog
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from variantctl.config.hosts import get_host, load_hosts
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 from variantctl.hostmodel import Host
+from variantctl.project.loaded import Project
 
 
 def all_hosts(env: Environment) -> dict[str, Host]:
@@ -35,12 +36,9 @@ def select_hosts(
     return [get_host(known, name)]
 
 
-def variant_host(env: Environment, variant: str) -> str | None:
+def variant_host(project: Project, variant: str) -> str | None:
     """The host a variant declares, when the variant catalog can tell (else None)."""
     try:
-        from variantctl.config.variants import load_catalog
-        from variantctl.variants.resolve import resolve
-
-        return resolve(load_catalog(env.variants_dir), variant).host
+        return project.resolve(variant).host
     except (VariantctlError, ImportError):
         return None

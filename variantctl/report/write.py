@@ -6,11 +6,14 @@ because it reads the run store and the project's hosts and writes files.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from variantctl.env import Environment
 from variantctl.errors import NotFoundError, VariantctlError
+from variantctl.hostmodel import Host
+from variantctl.logs.model import Catalog
 from variantctl.report.model import PlannedSkip, ReportInput, RunInput
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.store import RunStore, write_local_atomic
@@ -20,10 +23,8 @@ _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.pn
                          "pareto.png"})
 
 
-def _remediation(signature: str) -> str:
-    from variantctl.config.catalog import default_catalog
-
-    sig = default_catalog().get(signature)
+def _remediation(catalog: Catalog, signature: str) -> str:
+    sig = catalog.get(signature)
     if sig is None or "{" in sig.remediation:
         # a template filled from the log's numbers ({model_len}); a predicted point has no
         # log, and its finding's message already says what to change
@@ -31,14 +32,16 @@ def _remediation(signature: str) -> str:
     return sig.remediation
 
 
-def gather(env: Environment, sources: Sequence[str], title: str | None
-           ) -> tuple[ReportInput, str]:
+def gather(env: Environment, sources: Sequence[str], title: str | None, *,
+           signatures: Catalog, hosts: Mapping[str, Host]) -> tuple[ReportInput, str]:
     """The report's input from sweep names/state files and run ids, and a name for it.
+
+    ``signatures`` (the command's one catalog, the project's own signatures included)
+    names the remediation of a failed point; ``hosts`` give the GPUs' peaks.
 
     A source is a sweep when ``runs/sweeps/<it>.json`` (or the path itself) is a state
     file, else a run id or unique prefix; one that is neither is an error (exit 2).
     """
-    from variantctl.config.hosts import load_hosts
     from variantctl.report.load import (
         load_run,
         load_sweep,
@@ -54,7 +57,8 @@ def gather(env: Environment, sources: Sequence[str], title: str | None
     for src in sources:
         state = sweep_state_path(env.runs_dir, src)
         if state is not None:
-            name, sweep_runs, sweep_skips = load_sweep(store, state, _remediation)
+            name, sweep_runs, sweep_skips = load_sweep(store, state,
+                                                           partial(_remediation, signatures))
             sweeps.append(name)
             runs += sweep_runs
             skips += sweep_skips
@@ -72,7 +76,6 @@ def gather(env: Environment, sources: Sequence[str], title: str | None
         if r.run_id not in seen:
             seen.add(r.run_id)
             unique.append(r)
-    hosts = load_hosts(env.project_dir)
     names = {str(r.record.host.get("name")) for r in unique}
     peaks = peaks_of({h: hosts[h].gpu for h in names if h in hosts})
     name = sweeps[0] if len(sweeps) == 1 else (
