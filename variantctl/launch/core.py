@@ -436,13 +436,17 @@ def start(
     run = ctx.runs.create(key=draft.key, variant=variant.name, when=when)
     draft.run = run
     ctx.runs.write_file(run.path, "launch.sh", draft.script.encode())
-    pid = launcher_for(host).start(target, name=variant.name, script=script_path,
-                                   log=log_path, pid_file=layout.pid_file(variant.name),
-                                   cwd=layout.workdir)
+    launcher = launcher_for(host)
+    pid = launcher.start(target, name=variant.name, script=script_path,
+                         log=log_path, pid_file=layout.pid_file(variant.name),
+                         cwd=layout.workdir)
+    identity = launcher.identity(target, pid)
     record = ServerRecord(variant=variant.name, host=host.name, pid=pid, port=variant.port,
                           log=log_path, script=script_path,
                           pid_file=layout.pid_file(variant.name),
-                          started_at=when.isoformat(), run_dir=str(run.path))
+                          started_at=when.isoformat(), run_dir=str(run.path),
+                          boot_id=identity.boot_id if identity else None,
+                          proc_start=identity.start if identity else None)
     draft.record = record
     save_record(target, layout, record)
     draft.timings = {"started_at": record.started_at}

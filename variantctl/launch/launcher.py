@@ -24,6 +24,7 @@ from variantctl.targets.base import Target
 
 if TYPE_CHECKING:
     from variantctl.launch.servers import ServerStatus, StopOutcome
+    from variantctl.targets.process import ProcIdentity
     from variantctl.variants.model import ResolvedVariant
 
 
@@ -53,6 +54,12 @@ class Launcher(Protocol):
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
               cwd: str) -> int:
         """Start ``script`` with its output to ``log``; the id the record keeps."""
+        ...
+
+    def identity(self, target: Target, pid: int) -> ProcIdentity | None:
+        """What tells the started server (id ``pid``) from a later process given the same
+        id, recorded with it and verified before any signal (None: its id is never
+        reused, as a SLURM job's)."""
         ...
 
     def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
@@ -107,12 +114,21 @@ class ProcessLauncher:
 
         return spawn_detached(target, script, log_path=log, pid_path=pid_file)
 
+    def identity(self, target: Target, pid: int) -> ProcIdentity | None:
+        from variantctl.targets.process import identify
+
+        return identify(target, pid)
+
     def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
-        from variantctl.targets.process import http_status, is_alive
+        from variantctl.launch.servers import record_identity
+        from variantctl.targets.process import http_status, is_alive, verify_pid
 
         status = http_status(target, record.port) if health else None
         if status == 200:
             return Probe(True, status)
+        identity = record_identity(record)
+        if identity is not None and verify_pid(target, record.pid, identity) is not None:
+            return Probe(False, status)  # its pid belongs to another process now
         return Probe(is_alive(target, record.pid), status)
 
     def address(self, target: Target, record: ServerRecord) -> str:

@@ -17,10 +17,14 @@ from variantctl.hostmodel import Host
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
 from variantctl.targets.process import (
+    UNVERIFIABLE,
+    ProcIdentity,
     ProcInfo,
     StopResult,
+    boot_id,
     http_status,
     listening_ports,
+    occupant_of,
     process_table,
     stop_group,
 )
@@ -117,7 +121,21 @@ class ServerStatus:
         return "starting"
 
 
-def members_of(table: list[ProcInfo], pgid: int) -> tuple[int, ...]:
+def record_identity(record: ServerRecord) -> ProcIdentity | None:
+    """The identity a record gives its process (None: it carries none)."""
+    if record.boot_id is None:
+        return None
+    return ProcIdentity(record.boot_id, record.proc_start)
+
+
+def members_of(table: list[ProcInfo], pgid: int, identity: ProcIdentity | None = None,
+               boot: str | None = None) -> tuple[int, ...]:
+    """Live pids of group/session ``pgid``; none when its leader is alive but another
+    process than ``identity`` names (the server ended and its pid was reused)."""
+    if identity is not None:
+        leader = next((p for p in table if p.pid == pgid), None)
+        if occupant_of(leader, identity, boot):
+            return ()
     return tuple(sorted(p.pid for p in table if p.alive and pgid in (p.pgid, p.sid)))
 
 
@@ -129,9 +147,10 @@ def statuses(
         return []
     table = process_table(target)
     ports = listening_ports(target)
+    boot = boot_id(target) if any(r.boot_id is not None for r in records) else None
     out = []
     for rec in records:
-        members = members_of(table, rec.pid)
+        members = members_of(table, rec.pid, record_identity(rec), boot)
         listening = bool(members) and rec.port in ports
         health = http_status(target, rec.port) if (probe and listening) else None
         out.append(ServerStatus(rec, members, listening, health))
@@ -158,7 +177,10 @@ def stop_server(
 ) -> StopOutcome:
     """Stop the whole group, verify no process remains and the port is free,
     then remove the record (kept when something survived, so a retry can see it)."""
-    result = stop_group(target, record.pid, grace=grace, python=python)
+    # verified on the host just before any signal: a pid reused by another process is
+    # never signalled (a record without an identity is not trusted with a live pid)
+    result = stop_group(target, record.pid, grace=grace, python=python,
+                        verify=record_identity(record) or UNVERIFIABLE)
     port_free = record.port not in listening_ports(target)
     if result.ok and not port_free:
         # the port may close a moment after the last process dies
@@ -205,6 +227,9 @@ def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
         "port_free": s.port_free,
         "seconds": round(s.result.seconds, 3),
         "ok": s.ok,
+        **({"occupant": {"pid": s.result.occupant.pid, "command": s.result.occupant.cmdline
+                         or s.result.occupant.comm, "verified": s.result.occupant.foreign}}
+           if s.result.occupant is not None else {}),
         **({"job": {"id": s.job.job_id, "state": s.job.state, "exit_code": s.job.exit_code}}
            if s.job is not None else {}),
     }

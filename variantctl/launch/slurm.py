@@ -33,6 +33,7 @@ from variantctl.targets.slurm import JobInfo, cancel, job_info, node_address, su
 
 if TYPE_CHECKING:
     from variantctl.launch.servers import ServerStatus, StopOutcome
+    from variantctl.targets.process import ProcIdentity
     from variantctl.variants.model import ResolvedVariant
 
 
@@ -151,6 +152,9 @@ class SlurmLauncher:
         if info.state != "RUNNING" or not info.node:
             return None
         return http_status(target, port, address=self._address_of(target, info.node))
+
+    def identity(self, target: Target, pid: int) -> ProcIdentity | None:
+        return None  # the record's id is the job's, never reused by another job soon
 
     def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
         info = self.job(target, record)

@@ -126,6 +126,15 @@ def stop_blocks(outcomes: Sequence[HostOutcome[list[StopOutcome]]], variant: str
 def _stop_line(host: str, s: StopOutcome) -> str:
     r = s.record
     where = f"{r.variant} on {host} (pid {r.pid}, port {r.port})"
+    occupant = s.result.occupant
+    if occupant is not None and occupant.foreign:
+        return (f"{where}: the recorded server is gone ({occupant.describe()}); "
+                "nothing signalled, record removed")
+    if occupant is not None:
+        return (f"NOT stopped {where}: the record has no process identity (written by an "
+                f"older variantctl), so {occupant.describe()} cannot be verified as the "
+                f"server; nothing signalled, record kept (if it is the server: "
+                f"kill -TERM -- -{r.pid}, then stop again)")
     if s.was_stale:
         return f"{where}: was not running (stale record removed)"
     if s.ok:

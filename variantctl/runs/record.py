@@ -101,6 +101,15 @@ class ServerRecord:
     started_at: str
     #: local archive directory of the launch, if any
     run_dir: str | None = None
+    #: the identity of the server process (a process launcher's record): the host's
+    #: boot id when it started, None in a record without one (an older variantctl, or a
+    #: SLURM job, whose id is the job's)
+    boot_id: str | None = None
+    #: its start time in clock ticks after boot (None with a boot id: it had ended
+    #: already when it was recorded)
+    proc_start: int | None = None
+    #: the project (its directory) whose launch wrote the record; None in an older one
+    project: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,4 +126,7 @@ class ServerRecord:
             pid_file=str(data["pid_file"]),
             started_at=str(data["started_at"]),
             run_dir=None if data.get("run_dir") is None else str(data["run_dir"]),
+            boot_id=None if data.get("boot_id") is None else str(data["boot_id"]),
+            proc_start=None if data.get("proc_start") is None else int(data["proc_start"]),
+            project=None if data.get("project") is None else str(data["project"]),
         )

@@ -40,10 +40,48 @@ class ProcInfo:
     sid: int
     state: str
     comm: str
+    #: start time in clock ticks after boot (``/proc/PID/stat`` field 22); with the
+    #: host's boot id it tells this process from a later one given the same pid
+    start: int | None = None
 
     @property
     def alive(self) -> bool:
         return self.state not in ("Z", "X")
+
+
+@dataclass(frozen=True)
+class ProcIdentity:
+    """What tells a server process from any later process given the same pid: the
+    host's boot id and the process's start time (``start`` None: it had already ended
+    when it was recorded, so no live process at that pid is it)."""
+
+    boot_id: str
+    start: int | None
+
+    def token(self) -> str:
+        """``BOOT:START`` (``BOOT:-``): how the on-host stop program is told."""
+        return f"{self.boot_id}:{'-' if self.start is None else self.start}"
+
+
+@dataclass(frozen=True)
+class Occupant:
+    """A live process at a recorded pid that is not (or cannot be shown to be) the
+    recorded server."""
+
+    pid: int
+    comm: str
+    cmdline: str
+    #: True: its identity differs from the record's; False: the record has no identity
+    #: to compare (written by a variantctl before 19.1), so it cannot be verified
+    foreign: bool
+
+    def describe(self) -> str:
+        what = self.cmdline or self.comm
+        return f"pid {self.pid} now belongs to {_printable(what)[:120]!r}"
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,10 +96,15 @@ class StopResult:
     #: pids still alive at the end (empty on success)
     remaining: tuple[int, ...]
     seconds: float
+    #: the pid is held by a process that is not the server (or cannot be verified to
+    #: be): nothing was signalled
+    occupant: Occupant | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.remaining
+        """Nothing of the server remains. A pid that now belongs to another process
+        means the server is gone (ok); one that cannot be verified is not ok."""
+        return not self.remaining and (self.occupant is None or self.occupant.foreign)
 
 
 def parse_proc_stat(text: str) -> list[ProcInfo]:
@@ -76,8 +119,9 @@ def parse_proc_stat(text: str) -> list[ProcInfo]:
         if len(fields) < 4 or not head.strip().isdigit():
             continue
         try:
+            start = int(fields[19]) if len(fields) > 19 else None
             out.append(ProcInfo(int(head), int(fields[1]), int(fields[2]), int(fields[3]),
-                                fields[0], comm))
+                                fields[0], comm, start))
         except ValueError:
             continue
     return out
@@ -103,11 +147,50 @@ def is_alive(target: Target, pid: int) -> bool:
     return bool(infos) and infos[0].alive
 
 
-def _read_proc(target: Target, path: str) -> str | None:
+def boot_id(target: Target) -> str:
+    """The host's boot id (a new one after every reboot)."""
+    text = _read_proc(target, "/proc/sys/kernel/random/boot_id", 64)
+    return (text or "").strip()
+
+
+def identify(target: Target, pid: int) -> ProcIdentity:
+    """The identity of ``pid`` as it is now (start None when it has ended)."""
+    infos = parse_proc_stat(_read_proc(target, f"/proc/{int(pid)}/stat") or "")
+    start = infos[0].start if infos and infos[0].alive else None
+    return ProcIdentity(boot_id(target), start)
+
+
+def occupant_of(info: ProcInfo | None, identity: ProcIdentity | None, boot: str | None
+                ) -> bool | None:
+    """Whether the live process ``info`` at a recorded pid is someone else's: True (its
+    identity differs), False (it is the recorded process), None (the record carries no
+    identity, so it cannot be told). A missing or dead ``info`` is no occupant (False)."""
+    if info is None or not info.alive:
+        return False
+    if identity is None:
+        return None
+    return (identity.start is None or identity.boot_id != boot
+            or info.start != identity.start)
+
+
+def verify_pid(target: Target, pid: int, identity: ProcIdentity | None) -> Occupant | None:
+    """The process now at ``pid`` when it is not the one ``identity`` names (or, with no
+    identity, any live process there: it cannot be verified); None when ``pid`` is the
+    recorded process or nothing lives there."""
+    infos = parse_proc_stat(_read_proc(target, f"/proc/{int(pid)}/stat") or "")
+    info = infos[0] if infos else None
+    other = occupant_of(info, identity, boot_id(target) if identity is not None else None)
+    if other is False or info is None:
+        return None
+    raw = _read_proc(target, f"/proc/{int(pid)}/cmdline", 4096) or ""
+    return Occupant(pid, info.comm, " ".join(raw.split("\0")).strip(), foreign=bool(other))
+
+
+def _read_proc(target: Target, path: str, limit: int = 1 << 22) -> str | None:
     """A /proc file's text, None if it does not exist. Read as a file (SFTP over SSH),
     which is much cheaper than starting a remote process."""
     try:
-        return read_from(target, path, 0, 1 << 22).decode("utf-8", "replace")
+        return read_from(target, path, 0, limit).decode("utf-8", "replace")
     except TargetError as exc:
         if exc.kind in ("not-found", "permission"):
             return None
@@ -206,6 +289,38 @@ def send(sig, pids):
             os.kill(p, sig)
         except OSError:
             pass
+# the recorded identity (BOOT:START, BOOT:- or "absent" for a record without one):
+# checked here, just before any signal, so a pid that now belongs to another process
+# (the server ended, the pid was reused) is never signalled
+expect = sys.argv[4] if len(sys.argv) > 4 else ""
+if expect:
+    try:
+        with open("/proc/%d/stat" % pg) as fh:
+            f = fh.read().rsplit(")", 1)
+        comm = f[0].split("(", 1)[1]
+        f = f[1].split()
+        leader = (f[0], int(f[19]))
+    except (OSError, IndexError, ValueError):
+        leader = None
+    verdict = None
+    if leader is not None and leader[0] not in ("Z", "X"):
+        if expect == "absent":
+            verdict = "unverified"
+        else:
+            boot, _, start = expect.rpartition(":")
+            with open("/proc/sys/kernel/random/boot_id") as fh:
+                now_boot = fh.read().strip()
+            if boot != now_boot or start == "-" or int(start) != leader[1]:
+                verdict = "foreign"
+    if verdict is not None:
+        try:
+            with open("/proc/%d/cmdline" % pg, "rb") as fh:
+                cmd = fh.read(4096).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            cmd = ""
+        print(json.dumps({"found": 0, "killed": False, "remaining": [], "seconds": 0.0,
+                          "occupant": {"verdict": verdict, "comm": comm, "cmdline": cmd}}))
+        sys.exit(0)
 t0 = time.monotonic()
 m = members()
 found, killed = len(m), False
@@ -226,31 +341,51 @@ print(json.dumps({"found": found, "killed": killed, "remaining": m,
 """
 
 
+#: ``stop_group(verify=...)`` for a record that carries no identity
+UNVERIFIABLE = "absent"
+
+
 def stop_group(
     target: Target, pgid: int, *, grace: float = 10.0, poll: float = 0.05, clock: Any = None,
-    python: str = "python3",
+    python: str = "python3", verify: ProcIdentity | str | None = None,
 ) -> StopResult:
     """TERM the process group, KILL what is left after ``grace`` seconds, verify.
 
     Also catches processes that left the group but stayed in the session. Runs as
     one small Python program on the host (one SSH round trip instead of one per
     poll); without a usable Python there, falls back to polling from here.
+
+    ``verify``: the identity the leader ``pgid`` must have (:data:`UNVERIFIABLE`: a
+    record without one, so a live leader is refused). Checked on the host just before
+    the first signal; a live leader that is another process is not signalled, and the
+    result names it (:attr:`StopResult.occupant`). A leader that has ended leaves its
+    group's survivors to stop: its pid cannot be reused while they hold the group id.
     """
     import json
 
     now = clock or time.monotonic
     t0 = now()
+    expect = verify.token() if isinstance(verify, ProcIdentity) else (verify or "")
     try:
-        res = target.run([python, "-c", _STOP_SCRIPT, str(int(pgid)), f"{grace:g}", f"{poll:g}"],
-                         timeout=grace + 30)
+        res = target.run([python, "-c", _STOP_SCRIPT, str(int(pgid)), f"{grace:g}", f"{poll:g}",
+                          *([expect] if expect else [])], timeout=grace + 30)
         if res.ok:
             data = json.loads(res.stdout.strip().splitlines()[-1])
+            occ = data.get("occupant")
+            occupant = None if occ is None else Occupant(
+                int(pgid), str(occ["comm"]), str(occ["cmdline"]),
+                foreign=occ["verdict"] == "foreign")
             return StopResult(pgid=pgid, found=int(data["found"]),
                               killed=bool(data["killed"]),
                               remaining=tuple(int(p) for p in data["remaining"]),
-                              seconds=now() - t0)
+                              seconds=now() - t0, occupant=occupant)
     except (TargetError, ValueError, IndexError, KeyError):
         pass
+    if expect:
+        occupant = verify_pid(target, pgid, verify if isinstance(verify, ProcIdentity) else None)
+        if occupant is not None:
+            return StopResult(pgid=pgid, found=0, killed=False, remaining=(),
+                              seconds=now() - t0, occupant=occupant)
     return _stop_group_polling(target, pgid, grace=grace, poll=max(poll, 0.1), now=now)
 
 

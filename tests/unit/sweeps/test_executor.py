@@ -32,7 +32,7 @@ from variantctl.sweeps.state import SweepState, read_state, state_path
 from variantctl.sweeps.stoprules import stop_reason
 from variantctl.targets.base import Target
 from variantctl.targets.local import LocalTarget
-from variantctl.targets.process import is_alive, spawn_detached
+from variantctl.targets.process import identify, is_alive, spawn_detached
 from variantctl.variants.resolve import resolve
 
 
@@ -205,9 +205,11 @@ def test_leftover_servers_of_the_sweep_are_stopped_and_others_left(tmp_path: Pat
         pid = spawn_detached(target, str(script), log_path=str(Path(layout.logs) / "x.log"),
                              pid_path=layout.pid_file(name))
         pids[name] = pid
+        ident = identify(target, pid)
         save_record(target, layout, ServerRecord(
             variant=name, host="h1", pid=pid, port=1, log="", script=str(script),
-            pid_file=layout.pid_file(name), started_at=""))
+            pid_file=layout.pid_file(name), started_at="", boot_id=ident.boot_id,
+            proc_start=ident.start))
     try:
         assert stop_leftovers(target, host, "t", grace=2) == ["cpu-eager@t-02"]
         assert not is_alive(target, pids["cpu-eager@t-02"])
