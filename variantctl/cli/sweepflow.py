@@ -3,12 +3,14 @@ print the outcome and pick the exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from variantctl.env import Environment
+from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.project.loaded import Project
 from variantctl.sweeps.plan import Plan, PlannedPoint
@@ -111,6 +113,21 @@ class ProgressPrinter:
 def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: bool,
                       hosts: str | None, include_predicted: bool, grace: float,
                       as_json: bool) -> int:
+    """Plan (``--dry-run``: only that) or run sweep ``name``; a run holds the sweep's
+    lock from reading its state to its last write (a second run is refused, exit 3)."""
+    if dry_run:
+        return _run_sweep(env, name, dry_run=True, resume=resume, hosts=hosts,
+                          include_predicted=include_predicted, grace=grace, as_json=as_json)
+    from variantctl.sweeps.lock import sweep_lock
+
+    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()):
+        return _run_sweep(env, name, dry_run=False, resume=resume, hosts=hosts,
+                          include_predicted=include_predicted, grace=grace, as_json=as_json)
+
+
+def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
+               hosts: str | None, include_predicted: bool, grace: float,
+               as_json: bool) -> int:
     from variantctl.cli.output import emit, print_json
     from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
     from variantctl.sweeps.executor import TargetPointRunner, run_sweep
@@ -155,15 +172,25 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
     except BaseException:
         # a bug in a host thread, or a second Ctrl-C: the state must still say this run
         # did not finish, so the next `sweep` (or --resume) reruns what was running
-        state.finish("interrupted")
+        # (a state that cannot be written, e.g. a full disk, must not hide that error)
+        with contextlib.suppress(VariantctlError, OSError):
+            state.finish("interrupted")
         raise
     interrupted = outcome.interrupted or any(
         e["status"] == "interrupted" for e in state.snapshot()["points"])
-    if interrupted:
-        for e in state.snapshot()["points"]:
-            if e["status"] == "running":
-                state.update(e["name"], status="interrupted", phase=None)
-    state.finish("interrupted" if interrupted else "done")
+    try:
+        if interrupted:
+            for e in state.snapshot()["points"]:
+                if e["status"] == "running":
+                    state.update(e["name"], status="interrupted", phase=None)
+        state.finish("interrupted" if interrupted else "done")
+    except (VariantctlError, OSError) as exc:
+        # e.g. a full disk: the points' servers were stopped (or named as leftovers)
+        # by then; the state keeps the last phase it could write
+        raise VariantctlError(
+            f"could not write the sweep state {path}: {exc}",
+            hint=f"make room, then `variantctl sweep {name} --resume` continues from the "
+            "last state written", exit_code=ExitCode.FAILED) from None
     doc = state.snapshot()
     if as_json:
         print_json(env, {"sweep": name, "state_file": str(path), "status": doc["status"],

@@ -132,8 +132,42 @@ class TargetPointRunner:
 
     def run_point(self, point: PlannedPoint) -> PointOutcome:
         self._point.dropped = False
-        outcome = self._run_point(point)
+        try:
+            outcome = self._run_point(point)
+        except BaseException:
+            # whatever escaped (a state file that cannot be written on a full disk, a
+            # signal, a bug): the point's server must not outlive it, holding its GPU
+            self.ui.note(f"{point.name}: {self._stop_after_failure(point)}")
+            raise
         return dataclasses.replace(outcome, connection_lost=self._point.dropped)
+
+    def _stop_after_failure(self, point: PlannedPoint) -> str:
+        """Stop the server recorded for ``point`` after an error escaped the point; what
+        was done, for the user: stopped, none running, or left recorded as a leftover
+        (``--resume`` reattaches or stops it)."""
+        from variantctl.launch.servers import load_record
+
+        def stop() -> str:
+            layout = layout_for(self.target, self.host)
+            record = load_record(self.target, layout, point.name)
+            if record is None:
+                return "the error came before its server was recorded; none is running"
+            outcome = launcher_for(self.host).stop(self.target, layout, record,
+                                                   grace=self.grace)
+            if outcome.ok:
+                return f"stopped its server (pid {record.pid}) after the error"
+            return (f"could not stop its server (pid {record.pid}) after the error; it "
+                    f"stays recorded on {self.host.name} as a leftover: "
+                    f"`variantctl sweep {self.spec.name} --resume` reattaches to it or "
+                    f"stops it, `variantctl stop {point.name} --host {self.host.name}` "
+                    "stops it")
+
+        try:
+            return self._on_target(point, stop)
+        except (VariantctlError, OSError) as exc:
+            return (f"could not stop its server after the error ({exc}); it stays recorded "
+                    f"on {self.host.name} as a leftover: `variantctl sweep {self.spec.name} "
+                    "--resume` reattaches to it or stops it")
 
     def _run_point(self, point: PlannedPoint) -> PointOutcome:
         t0 = self.clock()
@@ -561,13 +595,20 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
 
                 # one server at a time, or up to slurm.max_jobs jobs on a SLURM host
                 for_each_point(host, points, stop, one)
-        except VariantctlError as exc:
-            out.host_errors[name] = exc
-            for point in points:
-                if state.entry(point.name)["status"] in ("pending", "running"):
-                    state.update(point.name, status="error", phase=None,
-                                 message=f"host {name}: {exc.message}")
-            ui.note(f"error: host {name}: {exc.message}")
+        except (VariantctlError, OSError) as exc:
+            # an OSError: a local file of the sweep (its state) could not be written
+            err = exc if isinstance(exc, VariantctlError) else VariantctlError(
+                f"{exc.filename or 'a file'}: {exc.strerror or exc}")
+            out.host_errors[name] = err
+            try:
+                for point in points:
+                    if state.entry(point.name)["status"] in ("pending", "running"):
+                        state.update(point.name, status="error", phase=None,
+                                     message=f"host {name}: {err.message}")
+            except (VariantctlError, OSError) as again:
+                ui.note(f"error: host {name}: the sweep state could not record the "
+                        f"error either ({again})")
+            ui.note(f"error: host {name}: {err.message}")
 
     with ThreadPoolExecutor(max_workers=max(1, len(todo)),
                             thread_name_prefix="sweep-host") as pool:
