@@ -169,11 +169,15 @@ def trace_from_document(doc: dict[str, Any]) -> dict[str, Any]:
                          for lv in doc.get("levels", [])])
 
 
-def store(collector: Collector, record: ServerRecord, variant: str, when: Any) -> Path | None:
-    """``profile-<stamp>.json`` in the launch's run directory (None when it has none here)."""
+def store(collector: Collector, record: ServerRecord, variant: str, when: Any, *,
+          runs_root: Path) -> Path | None:
+    """``profile-<stamp>.json`` in the launch's run directory (None when it has none here,
+    or when the launch is another project's: never written through)."""
+    from variantctl.launch.servers import foreign_owner
     from variantctl.runs.store import RunStore
 
-    if not record.run_dir or not Path(record.run_dir).is_dir():
+    if (not record.run_dir or not Path(record.run_dir).is_dir()
+            or foreign_owner(record, runs_root)):
         return None
     run_dir = Path(record.run_dir)
     stamp = when.strftime("%Y%m%dT%H%M%S")

@@ -377,12 +377,14 @@ def _restore_sigint(loop: asyncio.AbstractEventLoop) -> None:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def store_result(outcome: RunOutcome, record: ServerRecord | None, when: Any) -> Path | None:
+def store_result(outcome: RunOutcome, record: ServerRecord | None, when: Any, *,
+                 runs_root: Path) -> Path | None:
     """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json (None
-    without one)."""
+    without one, or when the launch is another project's: never written through)."""
+    from variantctl.launch.servers import foreign_owner
     from variantctl.runs.store import RunStore
 
-    if record is None or not record.run_dir:
+    if record is None or not record.run_dir or foreign_owner(record, runs_root):
         return None
     run_dir = Path(record.run_dir)
     if not run_dir.is_dir():

@@ -100,10 +100,13 @@ def _bench_variant(project: Project, params: BenchParams, variant: str, host_nam
         after_profiled_run(env, collector, outcome, record, store=store, trace=trace,
                            several=several)
     if store:
-        outcome.stored = store_result(outcome, record, env.now())
+        outcome.stored = store_result(outcome, record, env.now(), runs_root=env.runs_dir)
         if outcome.stored is None:
-            where = (f"its launch's run directory {record.run_dir} is not on this machine"
-                     if record.run_dir else "its record names no run directory")
+            from variantctl.launch.servers import foreign_owner
+
+            where = foreign_owner(record, env.runs_dir) or (
+                f"its launch's run directory {record.run_dir} is not on this machine"
+                if record.run_dir else "its record names no run directory")
             env.stderr.print(f"{variant}: result not stored: {where} (use --json or "
                              "--export-vllm to keep it)", markup=False, highlight=False)
     return outcome

@@ -85,7 +85,8 @@ def after_profiled_run(env: Environment, collector: Any, outcome: Any, record: A
     if not any(lv.events for lv in collector.levels):
         _say(env, "warning: " + empty_hint(outcome.label, collector.directory))
     if store:
-        path = profile.store(collector, record, outcome.label, env.now())
+        path = profile.store(collector, record, outcome.label, env.now(),
+                                 runs_root=env.runs_dir)
         if path is not None:
             _say(env, f"{outcome.label}: profile events stored {path}")
     if trace is not None:

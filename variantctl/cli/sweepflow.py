@@ -168,7 +168,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
 
     try:
         outcome = run_sweep(plan, state, known, make_runner, ui, open_target=open_target,
-                            clock=env.clock, grace=grace)
+                            clock=env.clock, grace=grace, runs_root=env.runs_dir)
     except BaseException:
         # a bug in a host thread, or a second Ctrl-C: the state must still say this run
         # did not finish, so the next `sweep` (or --resume) reruns what was running

@@ -34,6 +34,8 @@ from variantctl.launch.servers import (
     layout_for,
     list_records,
     load_record,
+    project_id,
+    refuse_foreign,
     remove_record,
     save_record,
 )
@@ -446,7 +448,8 @@ def start(
                           pid_file=layout.pid_file(variant.name),
                           started_at=when.isoformat(), run_dir=str(run.path),
                           boot_id=identity.boot_id if identity else None,
-                          proc_start=identity.start if identity else None)
+                          proc_start=identity.start if identity else None,
+                          project=project_id(ctx.runs.root))
     draft.record = record
     save_record(target, layout, record)
     draft.timings = {"started_at": record.started_at}
@@ -520,6 +523,8 @@ def watch_variant(
         raise NotFoundError(f"{name} is not running on host {host.name}",
                             hint="variantctl ps lists running variants; "
                             "variantctl launch starts one")
+    # two projects may share the host's workdir: never archive into another's runs/
+    refuse_foreign(record, ctx.runs.root, "watched")
     draft = _Draft(name, host.name, record=record)
     previous = None
     if record.run_dir:

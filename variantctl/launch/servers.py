@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from variantctl.errors import TargetError
+from variantctl.errors import TargetError, VariantctlError
+from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
@@ -40,6 +42,41 @@ def resolve_workdir(target: Target, host: Host) -> str:
 
 def layout_for(target: Target, host: Host) -> HostLayout:
     return HostLayout(resolve_workdir(target, host))
+
+
+def project_id(runs_root: Path) -> str:
+    """Which project a record belongs to: this machine and the project's ``runs/``
+    (two projects may share a host's work directory, and so its records)."""
+    import socket
+
+    return f"{socket.gethostname()}:{runs_root.resolve()}"
+
+
+def foreign_owner(record: ServerRecord, runs_root: Path) -> str | None:
+    """Why ``record`` is another project's (None: it is this one's, or names no run
+    directory to write into). A record without a project (an older variantctl) is
+    judged by its run directory: outside this project's ``runs/``, it is another's."""
+    if record.project is not None:
+        return None if record.project == project_id(runs_root) else (
+            f"it was launched by another project ({record.project})")
+    if record.run_dir is None:
+        return None
+    run_dir = Path(record.run_dir)
+    if run_dir.resolve().parent == runs_root.resolve():
+        return None
+    return f"its run directory {run_dir} is not in this project's {runs_root}"
+
+
+def refuse_foreign(record: ServerRecord, runs_root: Path, what: str) -> None:
+    """Raise (exit 3) when ``record`` is another project's: ``what`` would write into
+    its runs/ through the record."""
+    owner = foreign_owner(record, runs_root)
+    if owner is not None:
+        raise VariantctlError(
+            f"{record.variant} on host {record.host}: {owner}; not {what} from this project "
+            "(nothing written)",
+            hint="run it from the project that launched it, or give this project its own "
+            "host workdir in hosts.yaml", exit_code=ExitCode.CONFLICT)
 
 
 def save_record(target: Target, layout: HostLayout, record: ServerRecord) -> None:

@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
@@ -145,11 +146,9 @@ class TargetPointRunner:
         """Stop the server recorded for ``point`` after an error escaped the point; what
         was done, for the user: stopped, none running, or left recorded as a leftover
         (``--resume`` reattaches or stops it)."""
-        from variantctl.launch.servers import load_record
-
         def stop() -> str:
             layout = layout_for(self.target, self.host)
-            record = load_record(self.target, layout, point.name)
+            record = self._own_record(point)
             if record is None:
                 return "the error came before its server was recorded; none is running"
             outcome = launcher_for(self.host).stop(self.target, layout, record,
@@ -272,6 +271,16 @@ class TargetPointRunner:
                      # the sweep's cost; everything else is (docs/sweep.md)
                      "overhead_s": round(max(0.0, total - ttr - bench_s - stop_s), 3)})
 
+    def _own_record(self, point: PlannedPoint) -> ServerRecord | None:
+        """The point's server record on the host, when this project's (another project
+        sharing the workdir keeps its own)."""
+        from variantctl.launch.servers import foreign_owner, load_record
+
+        record = load_record(self.target, layout_for(self.target, self.host), point.name)
+        if record is None or foreign_owner(record, self.ctx.runs.root):
+            return None
+        return record
+
     def start(self, point: PlannedPoint, opts: LaunchOptions, ui: LaunchUI
               ) -> tuple[LaunchResult, bool]:
         """Start the point's server and watch it to a verdict; True when it reattached
@@ -280,11 +289,14 @@ class TargetPointRunner:
         running — with the same configuration, so its start (minutes on a GPU host)
         is not paid twice and its run gets the benchmark. A leftover of another
         configuration under the point's name (the sweep file changed) is stopped."""
-        from variantctl.launch.servers import load_record
+        from variantctl.launch.servers import load_record, refuse_foreign
 
         layout = layout_for(self.target, self.host)
         record = load_record(self.target, layout, point.name)
         if record is not None:
+            # a project sharing the host's workdir ran a point of this name: its server
+            # and its runs/ are its own (exit 3 for the point, nothing touched)
+            refuse_foreign(record, self.ctx.runs.root, "reattached or stopped")
             launcher = launcher_for(self.host)
             if (launcher.probe(self.target, record, health=False).alive
                     and self._same_configuration(record, point)):
@@ -302,7 +314,6 @@ class TargetPointRunner:
         configuration key (launch view, host, required patchsets as defined now) on the
         port it was given (a SLURM job may have been moved off the planned one), and
         profiled or not as the sweep is now."""
-        from pathlib import Path
 
         from variantctl.launch.core import host_identity
         from variantctl.runs.run import RunFileError
@@ -374,11 +385,9 @@ class TargetPointRunner:
     def _stop_recorded(self, point: PlannedPoint) -> None:
         """After a start that raised: stop the point's server if one is still recorded
         (the launch stops it itself; this covers a connection that failed meanwhile)."""
-        from variantctl.launch.servers import load_record
-
         def stop() -> None:
             layout = layout_for(self.target, self.host)
-            record = load_record(self.target, layout, point.name)
+            record = self._own_record(point)
             if record is not None:
                 launcher_for(self.host).stop(self.target, layout, record, grace=self.grace)
 
@@ -403,7 +412,8 @@ class TargetPointRunner:
         if not any(lv.events for lv in collector.levels):
             self.ui.note(f"warning: {empty_hint(point.name, collector.directory)}")
         try:
-            path = store(collector, record, point.name, self.ctx.now())
+            path = store(collector, record, point.name, self.ctx.now(),
+                         runs_root=self.ctx.runs.root)
         except VariantctlError as exc:
             self.ui.note(f"{point.name}: profile events not stored: {exc.message}")
             return []
@@ -501,15 +511,24 @@ def _reset_prefix_cache(base_url: str) -> bool:
 
 
 def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.0,
-                   keep: Collection[str] = ()) -> list[str]:
+                   keep: Collection[str] = (), runs_root: Path | None = None,
+                   note: Callable[[str], None] | None = None) -> list[str]:
     """Stop every server of ``sweep`` recorded on the host (a variantctl killed mid-point
     leaves one) but those of the points in ``keep`` (about to run: their start reattaches
-    or stops them): the names stopped. Other variants' servers are left alone."""
+    or stops them): the names stopped. Other variants' servers are left alone, and so
+    are another project's (``runs_root``: this project's; reported through ``note``)."""
+    from variantctl.launch.servers import foreign_owner
+
     layout = layout_for(target, host)
     stopped = []
     for rec in list_records(target, layout):
         owner = sweep_of_name(rec.variant)
         if owner is None or owner[0] != sweep or rec.variant in keep:
+            continue
+        other = foreign_owner(rec, runs_root) if runs_root is not None else None
+        if other is not None:
+            if note is not None:
+                note(f"{host.name}: {rec.variant} left alone: {other}")
             continue
         outcome = launcher_for(host).stop(target, layout, rec, grace=grace)
         if not outcome.ok:
@@ -553,7 +572,8 @@ class SweepRun:
 def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
               make_runner: RunnerFactory, ui: SweepUI, *,
               open_target: Callable[[Host], contextlib.AbstractContextManager[Target]],
-              clock: Callable[[], float] = time.monotonic, grace: float = 10.0) -> SweepRun:
+              clock: Callable[[], float] = time.monotonic, grace: float = 10.0,
+              runs_root: Path | None = None) -> SweepRun:
     """Run every point still to run, one thread per host; Ctrl-C in the calling thread
     sets the stop flag, waits for the threads to stop their servers and returns."""
     stop = threading.Event()
@@ -572,7 +592,8 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
         try:
             with open_target(host) as target:
                 left = stop_leftovers(target, host, plan.spec.name, grace=grace,
-                                      keep={p.name for p in points})
+                                      keep={p.name for p in points}, runs_root=runs_root,
+                                      note=ui.note)
                 if left:
                     out.leftovers[name] = left
                     ui.note(f"{name}: stopped {len(left)} server(s) left by an earlier run: "
