@@ -11,7 +11,8 @@ from tests.support.sshd import SshLab
 
 FAKE = Path(__file__).resolve().parents[1] / "support" / "fake_gpu_server.py"
 
-SCENARIOS = ("xformers-multistep", "flashinfer", "graph-hang", "healthy", "exit")
+SCENARIOS = ("xformers-multistep", "flashinfer", "graph-hang", "healthy", "exit", "dist-hang",
+             "cpu-hang", "slow-config")
 
 
 def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: float = 0.0,

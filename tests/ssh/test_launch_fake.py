@@ -100,6 +100,52 @@ def test_graph_capture_hang(run_cli, project: Path, host: str) -> None:  # type:
 
 
 @pytest.mark.parametrize("host", HOSTS)
+def test_distributed_init_hang_is_still_a_hang(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+    """Workers that wait for a collective use no CPU: a hang within the stall time (issue
+    20.1 keeps catching real hangs), with the GPU advice a GPU log (device_config=cuda)
+    calls for."""
+    res, port = launch(run_cli, project, "fake-dist-hang", host, "--stall", "2", "--json")
+    assert res.code == ExitCode.HANG, res.output
+    data = run_json(project, "fake-dist-hang")
+    assert (data["verdict"]["signature"], data["verdict"]["phase"]) == (
+        "engine-start-hang", "engine-config")
+    assert "NCCL" in data["verdict"]["remediation"]
+    waited = data["timings"]["verdict_printed_at"] - mark_time(project, "dist-hang")
+    assert 2.0 <= waited <= 6.0  # stall of 2 s, plus polling on a loaded machine
+    assert_gone(data, port)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_cpu_server_hang_gets_no_gpu_advice(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+    """A CPU server (its engine config line says device_config=cpu) hung in engine
+    configuration: still a hang, and the hint names what a CPU host has — no NCCL."""
+    res, port = launch(run_cli, project, "fake-cpu-hang", host, "--stall", "2")
+    assert res.code == ExitCode.HANG, res.output
+    data = run_json(project, "fake-cpu-hang")
+    verdict = data["verdict"]
+    assert (verdict["signature"], verdict["phase"]) == ("engine-start-hang", "engine-config")
+    assert "NCCL" not in verdict["remediation"] and "GPU" not in verdict["remediation"]
+    assert "py-spy dump" in verdict["remediation"]
+    assert "NCCL" not in res.stdout, res.stdout
+    assert_gone(data, port)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_slow_silent_start_is_not_a_hang(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+    """The engine core computes for 6 s without a line (as a CPU server in engine
+    configuration on a loaded host did for 220 s): with a stall of 2 s that was a hang;
+    its processes use CPU, so it is a slow start and ends ready."""
+    res, _port = launch(run_cli, project, "fake-slow-config", host, "--stall", "2")
+    assert res.code == ExitCode.OK, res.output
+    assert "READY" in res.stdout
+    assert "still working" in res.stderr
+    data = run_json(project, "fake-slow-config")
+    assert data["verdict"]["verdict"] == "ready"
+    stop = run_cli(["stop", "fake-slow-config", "--host", host], project=project)
+    assert stop.code == 0, stop.output
+
+
+@pytest.mark.parametrize("host", HOSTS)
 def test_exits_without_signature(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
     res, _port = launch(run_cli, project, "fake-exit", host)
     assert res.code == ExitCode.FAILED, res.output

@@ -12,7 +12,13 @@ stopping it must kill the whole group. ``--mark FILE`` records the wall time
 at which the decisive line was written (for fail-fast timing tests).
 
     fake_gpu_server.py --scenario xformers-multistep|flashinfer|graph-hang|healthy|exit
-                       [--port N] [--pace S] [--mark FILE] [--ignore-term]
+                                  |dist-hang|cpu-hang|slow-config
+                       [--port N] [--pace S] [--mark FILE] [--ignore-term] [--busy S]
+
+``dist-hang``: distributed init that never finishes (the workers wait, using no CPU);
+``cpu-hang``: a CPU-platform server (``device_config=cpu``) hung in engine
+configuration; ``slow-config``: a healthy server whose engine core computes silently
+for ``--busy`` seconds after the config line (a slow start under load, not a hang).
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ def warn(where: str, msg: str) -> str:
     return f"WARNING {ts()} {where}] {msg}"
 
 
-def config_line(*, eager: bool, car_disabled: bool, steps: int, chunked: bool) -> str:
+def config_line(*, eager: bool, car_disabled: bool, steps: int, chunked: bool,
+                device: str = "cuda") -> str:
     return info(
         "llm_engine.py:237",
         f"Initializing an LLM engine (v0.6.3) with config: model='{MODEL}', "
@@ -52,7 +59,8 @@ def config_line(*, eager: bool, car_disabled: bool, steps: int, chunked: bool) -
         "tensor_parallel_size=4, pipeline_parallel_size=1, "
         f"disable_custom_all_reduce={car_disabled}, quantization=None, "
         f"enforce_eager={eager}, kv_cache_dtype=auto, quantization_param_path=None, "
-        "device_config=cuda, decoding_config=DecodingConfig(guided_decoding_backend='outlines'), "
+        f"device_config={device}, "
+        "decoding_config=DecodingConfig(guided_decoding_backend='outlines'), "
         "observability_config=ObservabilityConfig(otlp_traces_endpoint=None, "
         "collect_model_forward_time=False, collect_model_execute_time=False), seed=0, "
         f"served_model_name={MODEL}, use_v2_block_manager=True, num_scheduler_steps={steps}, "
@@ -146,6 +154,20 @@ def scenario_lines(name: str, port: int) -> tuple[list[str], list[str], str]:
     if name == "exit":
         head += [config_line(eager=True, car_disabled=True, steps=1, chunked=True)]
         return head, ["something unexpected happened"], "exit"
+    if name == "dist-hang":
+        # the workers were started and wait for the collective set-up that never completes
+        return head, [
+            config_line(eager=False, car_disabled=False, steps=1, chunked=True),
+            "(VllmWorkerProcess pid=2346) " + info("multiproc_worker_utils.py:215",
+                                                   "Worker ready; awaiting tasks"),
+        ], "hang"
+    if name == "cpu-hang":
+        return head, [config_line(eager=True, car_disabled=True, steps=1, chunked=True,
+                                  device="cpu")], "hang"
+    if name == "slow-config":
+        healthy_head, rest, _ = scenario_lines("healthy", port)
+        split = len(head) + 1  # the preamble and the engine config line
+        return healthy_head[:split], healthy_head[split:] + rest, "busy-serve"
     raise SystemExit(f"unknown scenario {name}")
 
 
@@ -168,6 +190,8 @@ def main() -> int:
     ap.add_argument("--lead", type=float, default=0.0, help="seconds before the decisive line")
     ap.add_argument("--mark", help="file to receive the wall time of the decisive line")
     ap.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (needs KILL)")
+    ap.add_argument("--busy", type=float, default=6.0,
+                    help="slow-config: seconds the engine core computes before going on")
     # the seed's baseline passes --enforce-eager, and this fake's engine config line says
     # enforce_eager=True as that baseline's did (launch checks the flag against the log)
     ap.add_argument("--enforce-eager", action="store_true")
@@ -184,12 +208,22 @@ def main() -> int:
 
     head, decisive, then = scenario_lines(args.scenario, args.port)
     server = None
-    if then == "serve":
+    busy = then == "busy-serve"
+    if busy:
+        then = "serve"
+    if then == "serve" and not busy:
         # bind first, like a real server: the port is taken while it starts
         server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), _Health)
     for line in head:
         print(line, flush=True)
         time.sleep(args.pace)
+    if busy:
+        # the engine core computes without a word (a CPU-bound child, as torch.compile's
+        # compiler processes are), while this process waits for it
+        subprocess.run([sys.executable, "-c", "import time\nend = time.time() + "
+                        f"{args.busy}\nwhile time.time() < end: pass"], check=True)
+        # bound once it computed: a socket nobody serves yet would hold /health probes
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), _Health)
     time.sleep(args.lead)
     for line in decisive:
         print(line, flush=True)

@@ -15,6 +15,7 @@ A catalog file::
         context: {window: 5, all: [...], none: [...]}   # optional
         message: "..."                 # {name} = a named group of a pattern
         remediation: "..."
+        remediation_no_gpu: "..."       # optional: the hint on a host without GPUs
         examples: ["a real line that must match"]
 
 Every problem is reported as ``file:line:column: key.path: message``; examples
@@ -134,6 +135,7 @@ SIGNATURE = Struct(
         "context": Field(CONTEXT),
         "message": Field(Str(), required=True),
         "remediation": Field(Str(allow_empty=True), default=""),
+        "remediation_no_gpu": Field(Str(allow_empty=True), default=""),
         "generic": Field(Bool(), default=False),
         "ends_server": Field(Bool(), default=False),
         "frames": Field(ListOf(Str(pattern=_FN, what="a Python function name"), single=True),
@@ -289,7 +291,7 @@ def _signature(
     groups: set[str] = {"phase"} if data["kind"] == "hang" else set()
     for rx in patterns:
         groups.update(rx.groupindex)
-    for key in ("message", "remediation"):
+    for key in ("message", "remediation", "remediation_no_gpu"):
         for name in re.findall(r"\{(\w+)\}", data[key]):
             if data["generic"] and not patterns:
                 break
@@ -318,6 +320,7 @@ def _signature(
         patterns=patterns,
         message=data["message"],
         remediation=data["remediation"],
+        remediation_no_gpu=data["remediation_no_gpu"],
         priority=data["priority"],
         versions=data["versions"],
         context=context,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from variantctl.targets.activity import HostConditions
+
 if TYPE_CHECKING:
     from variantctl.logs.model import Catalog
 
@@ -90,8 +92,18 @@ class ClassifierAdapter:
         return self._decision(self.stream.tick())
 
     def activity(self) -> None:
-        """The stall clock restarts (the server only now began to run)."""
+        """The stall clock restarts (the server only now began to run, or still works)."""
         self.stream.activity()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last line (or :meth:`activity`)."""
+        return float(self.stream.quiet_for())
+
+    @property
+    def stall_seconds(self) -> float | None:
+        """After how many quiet seconds a start is a hang (None: never)."""
+        stall = self.stream.stall_seconds
+        return None if stall is None else float(stall)
 
     def _finish(self, exited: bool) -> Any:
         result = self.stream.finish(exited=exited)
@@ -127,3 +139,34 @@ class ClassifierAdapter:
             data: dict[str, Any] = facts.to_json()
             return data
         return {}
+
+
+def on_host(decision: Decision, conditions: HostConditions, catalog: Catalog) -> Decision:
+    """A hang (or timeout) verdict told for the machine it happened on.
+
+    Hints name only what the host has: on a host without GPUs (the log's
+    ``device_config`` says ``cpu``, else the host's devices say so) a signature's
+    ``remediation_no_gpu`` replaces its GPU advice (NCCL, CUDA graphs). On a loaded host
+    the message says so ("load average 9.0 on 2 cores"): there a slow start and a hang
+    look alike for longer."""
+    from dataclasses import replace
+
+    from variantctl.logs.engine import fill
+    from variantctl.logs.result import Result
+
+    result = decision.result
+    if not isinstance(result, Result) or decision.verdict not in ("hang", "timeout"):
+        return decision
+    message, remediation = result.message, result.remediation
+    device = str(result.facts.config.get("device_config") or "").strip("'\"").lower()
+    gpus = conditions.gpus if not device else device != "cpu"
+    sig = catalog.get(result.signature) if result.signature else None
+    if gpus is False and sig is not None and sig.remediation_no_gpu:
+        remediation = fill(sig.remediation_no_gpu, dict(result.captures))
+    if conditions.loaded:
+        message = (f"{message.rstrip()} The host was loaded ({conditions.describe_load()}): "
+                   "a busy machine starts slower; a longer --stall or --timeout tells a "
+                   "slow start from a hang.")
+    if (message, remediation) == (result.message, result.remediation):
+        return decision
+    return replace(decision, result=replace(result, message=message, remediation=remediation))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
-from variantctl.launch.classify import ClassifierAdapter, Decision
+from variantctl.launch.classify import ClassifierAdapter, Decision, on_host
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import (
     StopOutcome,
@@ -482,6 +482,11 @@ def follow(
     outcome = watch(target, record, classifier, timeout=timeout, clock=ctx.clock,
                     on_progress=ui.progress, started=started, launcher=launcher)
     verdict_wall = time.time()
+    if outcome.verdict in (HANG, TIMEOUT) and outcome.decision is not None:
+        # told for the machine it happened on: its GPUs (no NCCL advice without), its load
+        decision = on_host(outcome.decision, launcher.conditions(target, record),
+                           ctx.signatures)
+        outcome = replace(outcome, decision=decision)
     extra = launcher.facts(target, record)
     if extra:  # what the launcher knows beside the log (e.g. the SLURM job and node)
         outcome = replace(outcome, facts={**outcome.facts, **extra})

@@ -15,11 +15,12 @@ jobs, any other starts processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.hostmodel import Host
 from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.targets.activity import HostConditions
 from variantctl.targets.base import Target
 
 if TYPE_CHECKING:
@@ -95,6 +96,16 @@ class Launcher(Protocol):
         cannot be checked."""
         ...
 
+    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
+        """CPU seconds the server's processes have used so far (None: gone, or the
+        launcher cannot tell): a quiet log over working processes is a slow start, not
+        a hang (launch/watch.py)."""
+        ...
+
+    def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
+        """The machine the server runs on (load, cores, GPUs), for a verdict's hints."""
+        ...
+
 
 class ProcessLauncher:
     """Today's behaviour: a detached process group on the host (targets/process.py)."""
@@ -103,6 +114,9 @@ class ProcessLauncher:
 
     def __init__(self, host: Host | None = None):
         self.python = host.python if host is not None else "python3"
+        #: the host declares GPUs (a monitor or peaks in hosts.yaml)
+        self.declares_gpus = host is not None and (host.gpu is not None
+                                                   or host.gpu_monitor is not None)
 
     def place(self, target: Target, layout: HostLayout, variant: ResolvedVariant
               ) -> ResolvedVariant:
@@ -156,6 +170,17 @@ class ProcessLauncher:
 
     def check_patches(self, variant: ResolvedVariant) -> bool:
         return True
+
+    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
+        from variantctl.targets.activity import group_cpu_seconds
+
+        return group_cpu_seconds(target, record.pid)
+
+    def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
+        from variantctl.targets.activity import host_conditions
+
+        found = host_conditions(target)
+        return replace(found, gpus=True) if self.declares_gpus else found
 
 
 def launcher_for(host: Host) -> Launcher:

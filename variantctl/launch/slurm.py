@@ -28,6 +28,7 @@ from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host, SlurmSpec
 from variantctl.launch.launcher import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.targets.activity import HostConditions
 from variantctl.targets.base import Target
 from variantctl.targets.slurm import JobInfo, cancel, job_info, node_address, submit
 
@@ -232,6 +233,17 @@ class SlurmLauncher:
                 exit_code=ExitCode.CONFLICT,
             )
         return False
+
+    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
+        from variantctl.targets.slurm import job_cpu_seconds
+
+        return job_cpu_seconds(target, self.spec, str(record.pid))
+
+    def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
+        # the node's load is not visible from the login node; GPUs are what the job asks
+        gres = (self.spec.gres or "").lower()
+        declared = self.host.gpu is not None or self.host.gpu_monitor is not None
+        return HostConditions(gpus=True if "gpu" in gres or declared else None)
 
 
 def _read_claim(target: Target, path: str) -> tuple[str | None, float | None]:

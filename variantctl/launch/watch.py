@@ -6,6 +6,18 @@ matched — decided on the line itself, not when the process exits), ``hang`` (n
 progress for ``stall`` seconds), ``exited`` (the process died with no known
 signature), ``timeout`` (no verdict within ``timeout``).
 
+Progress is more than new lines (a slow start is not a hang): bytes added to the log
+(a progress bar without a newline) count, and so does work — once the log has been
+quiet for half the stall time the server's processes' CPU time is sampled
+(:meth:`Launcher.cpu_seconds <variantctl.launch.launcher.Launcher.cpu_seconds>`), and
+processes that use at least :data:`BUSY_SHARE` of a core are still working: the stall
+clock restarts. A hung process waits (on a lock, a socket, a collective) and a waiting
+process uses no CPU, so a real hang still ends as one after ``stall`` seconds. Work
+excuses silence only so long: :data:`BUSY_STALLS` stall times since the last output,
+:data:`SILENT_PHASE_STALLS` in a phase vLLM is known to spend long and silent in
+(engine configuration, torch.compile in the profiling run, graph capture) — a
+collective that spins is a hang too.
+
 A dropped SSH connection is not a verdict: the loop reconnects (the server
 keeps running on the host) and continues from the same log offset.
 """
@@ -35,6 +47,47 @@ LOG_POLL = 0.2
 HEALTH_POLL = 1.0
 #: how long to keep trying to reconnect a dropped SSH connection
 RECONNECT_FOR = 60.0
+#: CPU-seconds per second (a share of one core) of a server that still works: a hung one
+#: sleeps on a lock, a socket or a collective and uses none; a slow one under load still
+#: gets a few per cent of a core
+BUSY_SHARE = 0.05
+#: how many stall times of silence since the last output working processes may excuse
+BUSY_STALLS = 2.0
+#: the same in a phase vLLM spends long and silent in
+SILENT_PHASE_STALLS = 5.0
+#: phases known to be long and silent: engine configuration (imports, platform and
+#: distributed set-up), the profiling run (torch.compile compiles first), graph capture
+SILENT_PHASES = frozenset({"engine-config", "kv-cache-profiling", "graph-capture"})
+
+
+@dataclass
+class BusyJudge:
+    """Whether a server whose log is quiet still works, from samples of the CPU time its
+    processes used (pure: the caller samples through the launcher)."""
+
+    stall: float
+    last: tuple[float, float] | None = None
+
+    @property
+    def poll(self) -> float:
+        """Seconds between samples: four per half stall, at most 15 s apart."""
+        return max(0.25, min(self.stall / 4, 15.0))
+
+    def share(self, now: float, cpu: float | None) -> float | None:
+        """CPU-seconds per second since the previous sample (None: the first sample, or
+        the launcher cannot tell)."""
+        last, self.last = self.last, (None if cpu is None else (now, cpu))
+        if cpu is None or last is None or now <= last[0]:
+            return None
+        return max(0.0, cpu - last[1]) / (now - last[0])
+
+    def excuses(self, share: float | None, silent: float, phase: str | None) -> bool:
+        """Whether ``share`` of a core counts as progress after ``silent`` seconds without
+        output in ``phase``."""
+        if share is None or share < BUSY_SHARE:
+            return False
+        stalls = SILENT_PHASE_STALLS if phase in SILENT_PHASES else BUSY_STALLS
+        return silent < stalls * self.stall
 
 
 @dataclass(frozen=True)
@@ -97,6 +150,11 @@ def watch(
     reconnects = 0
     health: int | None = None
     waiting: str | None = None
+    stall = classifier.stall_seconds
+    busy = BusyJudge(stall) if stall else None
+    last_output = clock()  # the last byte the log got
+    next_sample = 0.0
+    note: str | None = None
 
     def outcome(
         verdict: str, decision: Decision | None, line_no: int | None = None
@@ -131,9 +189,22 @@ def watch(
             chunk = read_from(target, record.log, offset)
             if chunk:
                 offset += len(chunk)
+                last_output = clock()
+                classifier.activity()  # the log grows (a line may not be complete yet)
                 decision = feed(chunk)
                 if decision is not None:
                     return outcome(decision.verdict, decision, count)
+            if busy is not None and waiting is None:
+                now = clock()
+                if classifier.quiet_for() < busy.stall / 2:
+                    busy.last = None  # sampling starts again when the log is quiet
+                elif now >= next_sample:
+                    next_sample = now + busy.poll
+                    share = busy.share(now, launcher.cpu_seconds(target, record))
+                    if busy.excuses(share, now - last_output, classifier.phase()):
+                        classifier.activity()
+                        note = (f"log quiet for {now - last_output:.0f}s, its processes "
+                                f"use {share:.0%} of a core: still working")
             decision = classifier.tick() if waiting is None else None
             if decision is not None and decision.decisive:
                 return outcome(decision.verdict, decision)
@@ -165,7 +236,8 @@ def watch(
             return outcome(TIMEOUT, classifier.timed_out())
         if on_progress is not None:
             on_progress(Progress(clock() - t0, waiting or classifier.phase(),
-                                 last[-1] if last else "", count, health))
+                                 last[-1] if last else "", count, health, note))
+        note = None  # said once per sample that found the server working
         sleep(log_poll)
 
 

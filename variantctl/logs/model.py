@@ -90,6 +90,9 @@ class Signature:
     source: str = "<builtin>"
     #: real lines the patterns were checked against when the catalog loaded
     examples: tuple[str, ...] = ()
+    #: the remediation on a host without GPUs (hints name only what the host has: no
+    #: NCCL advice for a CPU server); empty: :attr:`remediation` serves every host
+    remediation_no_gpu: str = ""
 
 
 @dataclass(frozen=True)

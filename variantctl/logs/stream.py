@@ -102,6 +102,10 @@ class StreamClassifier:
         e.g. a SLURM job waiting in the queue): the stall clock restarts."""
         self._last_activity = self._clock()
 
+    def quiet_for(self) -> float:
+        """Seconds since the last line arrived (or :meth:`activity` was called)."""
+        return self._clock() - self._last_activity
+
     def tick(self) -> Verdict | None:
         """Call periodically (e.g. every 0.1-1 s). Returns a verdict held back for a possible
         continuation line once ``settle_seconds`` passed without one, and once no line

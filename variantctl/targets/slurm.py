@@ -198,3 +198,40 @@ def cancel(target: Target, spec: SlurmSpec, job_id: str, *, grace: float = 10.0,
             deadline = now + 30.0
         time.sleep(poll)
     return CancelResult(info, True, killed, time.monotonic() - t0)
+
+
+def parse_slurm_duration(text: str) -> float | None:
+    """Seconds of a SLURM duration (``[DD-][HH:]MM:SS[.mmm]``, as sstat's TotalCPU)."""
+    text = text.strip()
+    if not text:
+        return None
+    days = 0
+    if "-" in text:
+        d, _, text = text.partition("-")
+        if not d.isdigit():
+            return None
+        days = int(d)
+    parts = text.split(":")
+    if not 2 <= len(parts) <= 3:
+        return None
+    try:
+        secs = float(parts[-1])
+        mins = int(parts[-2])
+        hours = int(parts[0]) if len(parts) == 3 else 0
+    except ValueError:
+        return None
+    return ((days * 24 + hours) * 60 + mins) * 60 + secs
+
+
+def job_cpu_seconds(target: Target, spec: SlurmSpec, job_id: str) -> float | None:
+    """CPU seconds the running job's steps used so far (``sstat``'s TotalCPU summed over
+    its steps); None where the cluster does not gather job accounting (then a quiet log
+    is judged by its silence alone)."""
+    res = _run(target, spec, ["sstat", "--noheader", "--parsable2", "--allsteps",
+                              "--format=TotalCPU", "-j", job_id])
+    if not res.ok:
+        return None
+    values = [parse_slurm_duration(line) for line in res.stdout.splitlines() if line.strip()]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
