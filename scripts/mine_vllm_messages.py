@@ -98,6 +98,14 @@ PLATFORM_WORDINGS: tuple[tuple[str, str, str], ...] = (
      "OSError: [WinError 10048] Only one usage of each socket address (protocol/network address/port) is normally permitted"),
     ("cuda-graph-capture-error", "CUDA", "RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ("cuda-graph-capture-error", "HIP", "RuntimeError: HIP error: hipErrorStreamCaptureUnsupported"),
+    # torch/_inductor/exc.py: InductorError(f"{type(inner).__name__}: {inner}") around the
+    # loader's ImportError, whose text is dlerror()'s "<path>: file too short"
+    ("compile-cache-corrupt", "torch inductor",
+     "torch._inductor.exc.InductorError: ImportError: /root/.cache/vllm/torch_compile_cache/"
+     "3f9a1c2b4d/rank_0_0/backbone/inductor_cache/ab/cabz2k4q.main.so: file too short"),
+    ("compile-cache-corrupt", "torch inductor (AOT cache)",
+     "torch._inductor.exc.InductorError: ImportError: /root/.cache/vllm/torch_compile_cache/"
+     "torch_aot_compile/e9533c3aebba231c/inductor_cache/zo/czo2g.main.so: file too short"),
 )
 
 _MODULE_HINT = re.compile(rb"raise|logger|logging")

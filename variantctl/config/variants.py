@@ -31,6 +31,7 @@ from variantctl.config.hosts import (
 from variantctl.config.schema import (
     Any_,
     Bool,
+    Enum,
     Field,
     Float,
     Int,
@@ -46,7 +47,7 @@ from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError
 from variantctl.hostmodel import Host
 from variantctl.variants.flags import flag_problem, normalise_backend, normalise_flag
-from variantctl.variants.model import Layer
+from variantctl.variants.model import COMPILE_CACHES, Layer
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 #: a variant name becomes file names (pid file, run record, log, script, run directory)
@@ -84,6 +85,7 @@ _VARIANT = Struct(
         "expect": Field(Nullable(MapOf(Str(pattern=r"[a-z_][a-z0-9_]*", what="a fact name"),
                                        Nullable(_SCALAR)))),
         "vllm_version": Field(Nullable(VLLM_VERSION)),
+        "compile_cache": Field(Nullable(Enum(*COMPILE_CACHES))),
         "vendor": Field(Nullable(VENDOR)),
         "startup": Field(Struct("startup", {
             "ready_timeout": Field(Nullable(Float(min=1))),
@@ -192,7 +194,7 @@ def layer_from(
         return expand_vars(value, path, doc, environ)
 
     values: dict[str, Any] = {}
-    for key in ("description", "host", "port", "vllm_version"):
+    for key in ("description", "host", "port", "vllm_version", "compile_cache"):
         if key in data:
             values[key] = data[key]
             origin((key,), key)

@@ -320,7 +320,7 @@ class Engine:
     def _join_backward(
         self, sig: Signature, lineno: int, raw: str, norm: str
     ) -> list[Match] | None:
-        prev = self.history(1)
+        prev = self.history(2)
         if not prev:
             return None
         plineno, praw = prev[-1]
@@ -329,6 +329,18 @@ class Engine:
             m = self._match(sig, joined)
             if m is not None and self._context_ok(sig, joined):
                 return self._found(sig, m, joined, (Evidence(plineno, praw), Evidence(lineno, raw)))
+        if len(prev) < 2:
+            return None
+        # a long line (a path) hard-wrapped over three lines, the keyword on the last one
+        qlineno, qraw = prev[-2]
+        qnorm = normalize(qraw)
+        for sep in (" ", ""):
+            joined = qnorm + sep + pnorm + sep + norm
+            m = self._match(sig, joined)
+            if m is not None and self._context_ok(sig, joined):
+                return self._found(sig, m, joined, (Evidence(qlineno, qraw),
+                                                    Evidence(plineno, praw),
+                                                    Evidence(lineno, raw)))
         return None
 
     def _found(

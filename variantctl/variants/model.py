@@ -15,6 +15,11 @@ DEFAULT_COMMAND: tuple[str, ...] = ("python", "-m", "vllm.entrypoints.openai.api
 DEFAULT_PORT = 8000
 DEFAULT_LOG = "{workdir}/logs/{name}.log"
 DEFAULT_HOST = "local"
+#: where a variant's server keeps vLLM's caches (torch.compile's among them): ``shared``
+#: (vLLM's own ``VLLM_CACHE_ROOT``, default ~/.cache/vllm) or ``per-variant``
+#: (``<host workdir>/compile-cache/<variant>``: a broken cache stays with its variant, at
+#: the price of compiling once more per variant)
+COMPILE_CACHES = ("shared", "per-variant")
 
 
 def _empty() -> Mapping[str, Any]:
@@ -93,6 +98,7 @@ class ResolvedVariant:
     startup: Startup = Startup()
     log: str = DEFAULT_LOG
     tags: tuple[str, ...] = ()
+    compile_cache: str = "shared"
     origins: Mapping[str, str] = field(default_factory=_empty)
     #: the file that defines this variant
     source: str = ""
@@ -165,6 +171,9 @@ class ResolvedVariant:
             "vendor": self.vendor.to_dict() if self.vendor else None,
             "startup": {"ready_timeout": self.startup.ready_timeout, "stall": self.startup.stall},
             "log": self.log,
+            # only when set: the launch keys of every other variant stay as they were
+            **({"compile_cache": self.compile_cache} if self.compile_cache != "shared"
+               else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -83,13 +83,22 @@ def render_argv(variant: ResolvedVariant, host: Host) -> list[str]:
 
 
 def render_env(variant: ResolvedVariant, host: Host) -> dict[str, str]:
-    """Environment to export: the host's (e.g. PYTHONPATH), then the variant's on top."""
+    """Environment to export: the host's (e.g. PYTHONPATH), a ``compile_cache:
+    per-variant`` variant's own ``VLLM_CACHE_ROOT``, then the variant's ``env`` on top."""
     env = dict(host.env)
+    if variant.compile_cache == "per-variant":
+        # vLLM expands ~ in it (envs.py: os.path.expanduser)
+        env["VLLM_CACHE_ROOT"] = compile_cache_root(variant, host)
     env.update(variant.env)
     for name in env:
         if not ENV_NAME.fullmatch(name):  # loaders validate; this guards hand-built models
             raise ValueError(f"invalid environment variable name {name!r}")
     return env
+
+
+def compile_cache_root(variant: ResolvedVariant, host: Host) -> str:
+    """The ``VLLM_CACHE_ROOT`` of a ``compile_cache: per-variant`` variant on ``host``."""
+    return f"{host.workdir.rstrip('/')}/compile-cache/{variant.name}"
 
 
 def _shell_word(word: str, *, home: bool) -> str:

@@ -35,7 +35,7 @@ from variantctl.variants.model import (
 if TYPE_CHECKING:
     from variantctl.config.variants import Catalog
 
-SCALARS = ("host", "command", "model", "port", "vllm_version", "log")
+SCALARS = ("host", "command", "model", "port", "vllm_version", "log", "compile_cache")
 SECTIONS = ("args", "env", "expect", "startup", "vendor")
 LISTS = ("requires", "tags")
 
@@ -248,6 +248,7 @@ def _resolve(layers: Mapping[str, Layer], name: str, memo: dict[str, Any]) -> Re
         ),
         log=v.get("log", DEFAULT_LOG),
         tags=tuple(acc.lists["tags"]),
+        compile_cache=v.get("compile_cache") or "shared",
         origins=MappingProxyType(dict(sorted(origins.items()))),
         source=layer.source,
         ancestors=tuple(acc.ancestors),
