@@ -17,6 +17,7 @@ from typing import Any
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsonfields import Fields, StoredFileError
 
 ENDPOINTS = ("chat", "completions")
 BUILTIN_PROMPTS = ("short", "tools", "random")
@@ -107,28 +108,38 @@ class BenchParams:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BenchParams:
-        def num(value: Any) -> float:
-            return math.inf if value == "inf" else float(value)
+        return cls.from_fields(Fields(data, "params"))
 
-        return cls(
-            endpoint=data["endpoint"],
-            model=data.get("model"),
-            prompt=data["prompt"],
-            input_len=data.get("input_len"),
-            output_len=int(data["output_len"]),
-            ignore_eos=bool(data["ignore_eos"]),
-            temperature=float(data["temperature"]),
-            seed=int(data["seed"]),
-            request_rate=num(data["request_rate"]),
-            burstiness=num(data["burstiness"]),
-            requests=data.get("requests"),
-            duration=data.get("duration"),
-            warmup=str(data["warmup"]),
-            goodput={str(k): float(v) for k, v in data.get("goodput", {}).items()},
-            concurrency=tuple(int(c) for c in data["concurrency"]),
-            repeat=int(data.get("repeat", 1)),
-            timeout_s=float(data.get("timeout_s", 600.0)),
-        )
+    @classmethod
+    def from_fields(cls, f: Fields) -> BenchParams:
+        """Validated, as the options are; a bad value is an error naming the field."""
+        concurrency = f.numbers("concurrency", Fields.REQUIRED)
+        if any(not c.is_integer() for c in concurrency):
+            raise f.error("concurrency", "should be a list of integers")
+        try:
+            return cls(
+                endpoint=f.text("endpoint"),
+                model=f.opt_text("model"),
+                prompt=f.text("prompt"),
+                input_len=f.opt_integer("input_len"),
+                output_len=f.integer("output_len"),
+                ignore_eos=f.flag("ignore_eos"),
+                temperature=f.number("temperature"),
+                seed=f.integer("seed"),
+                request_rate=f.number("request_rate"),
+                burstiness=f.number("burstiness"),
+                requests=f.opt_integer("requests"),
+                duration=f.opt_number("duration"),
+                warmup=f.text("warmup"),
+                goodput=f.number_map("goodput"),
+                concurrency=tuple(int(c) for c in concurrency),
+                repeat=f.integer("repeat", 1),
+                timeout_s=f.number("timeout_s", 600.0),
+            )
+        except StoredFileError:
+            raise
+        except VariantctlError as exc:  # what the options refuse, read from a file
+            raise StoredFileError(f"{f.source}: field '{f.path}': {exc.message}") from None
 
 
 def parse_concurrency(text: str) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import REPO, CliResult, make_env
 from tests.support.sshd import free_port
 from tests.unit.report.browser import BLUE, ORANGE, screenshot
+from variantctl.bench.model import BenchResult
 from variantctl.cli import run
 from variantctl.runs.store import RunStore
 
@@ -86,7 +87,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
         store.write(d.path, replace(first, run_id=d.run_id, key=d.key,
                                     variant_name="cpu-eager@seqs1", variant=variant,
                                     benchmarks=()))
-        store.attach_benchmark(d.path, second, lab_now())
+        store.attach_benchmark(d.path, BenchResult.from_json(second), lab_now())
         lab.runs = {"eager": first.run_id, "seqs1": d.run_id,
                     "failed": next(r.run_id for _, r in store.records()
                                    if not isinstance(r, Exception)

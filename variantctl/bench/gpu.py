@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from variantctl.errors import TargetError
+from variantctl.jsonfields import Fields
 from variantctl.targets.base import Target
 
 #: the fields the issue asks for, in the order ``nvidia-smi`` prints them
@@ -127,7 +128,11 @@ class Stat:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Stat:
-        return cls(data.get("avg"), data.get("max"), data.get("avg_busy"))
+        return cls.from_fields(Fields(data, "gpu stat"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Stat:
+        return cls(f.opt_number("avg"), f.opt_number("max"), f.opt_number("avg_busy"))
 
 
 def _r(value: float | None) -> float | None:
@@ -167,13 +172,17 @@ class GpuDevice:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GpuDevice:
+        return cls.from_fields(Fields(data, "gpu"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> GpuDevice:
         return cls(
-            index=int(data["index"]),
-            samples=int(data["samples"]),
-            busy_samples=int(data["busy_samples"]),
-            stats={k: Stat.from_json(data[k]) for k, _ in METRICS if k in data},
-            mem_total_mib=data.get("mem_total_mib"),
-            power_limit_w=data.get("power_limit_w"),
+            index=f.integer("index"),
+            samples=f.integer("samples"),
+            busy_samples=f.integer("busy_samples"),
+            stats={k: Stat.from_fields(f.obj(k)) for k, _ in METRICS if f.has(k)},
+            mem_total_mib=f.opt_number("mem_total_mib"),
+            power_limit_w=f.opt_number("power_limit_w"),
         )
 
 
@@ -207,16 +216,20 @@ class GpuSummary:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GpuSummary:
+        return cls.from_fields(Fields(data, "gpu"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> GpuSummary:
         return cls(
-            available=bool(data["available"]),
-            monitor=data.get("monitor"),
-            reason=data.get("reason"),
-            interval_s=float(data.get("interval_s", 1.0)),
-            queries=int(data.get("queries", 0)),
-            devices=tuple(GpuDevice.from_json(d) for d in data.get("devices", ())),
-            bad_lines=int(data.get("bad_lines", 0)),
-            failed_queries=int(data.get("failed_queries", 0)),
-            last_error=data.get("last_error"),
+            available=f.flag("available"),
+            monitor=f.opt_text("monitor"),
+            reason=f.opt_text("reason"),
+            interval_s=f.number("interval_s", 1.0),
+            queries=f.integer("queries", 0),
+            devices=tuple(GpuDevice.from_fields(d) for d in f.objs("devices")),
+            bad_lines=f.integer("bad_lines", 0),
+            failed_queries=f.integer("failed_queries", 0),
+            last_error=f.opt_text("last_error"),
         )
 
 

@@ -15,12 +15,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from variantctl.benchparams import BenchParams
+from variantctl.jsonfields import Fields
 
 if TYPE_CHECKING:  # the attachments (bench.gpu, bench.promscrape): types only here
     from variantctl.bench.gpu import GpuSummary
     from variantctl.bench.promscrape import ServerMetricsSummary
 
 SCHEMA = "variantctl.bench/1"
+#: a field with no default (``Fields.objs(key, _MISSING)``: the list must be there)
+_MISSING: Any = Fields.REQUIRED
 
 
 def _num(value: float | None) -> float | str | None:
@@ -96,21 +99,25 @@ class RequestResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RequestResult:
+        return cls.from_fields(Fields(data, "request"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> RequestResult:
         return cls(
-            index=int(data["index"]),
-            ok=bool(data["ok"]),
-            start_s=float(data["start_s"]),
-            queue_s=float(data.get("queue_s", 0.0)),
-            ttft_s=float(data["ttft_s"]),
-            latency_s=float(data["latency_s"]),
-            chunk_offsets_s=tuple(float(x) for x in data.get("chunk_offsets_s", ())),
-            prompt_tokens=int(data.get("prompt_tokens", 0)),
-            output_tokens=int(data.get("output_tokens", 0)),
-            cached_tokens=int(data.get("cached_tokens", 0)),
-            reasoning_tokens=int(data.get("reasoning_tokens", 0)),
-            usage_seen=bool(data.get("usage_seen", False)),
-            error=data.get("error"),
-            error_detail=data.get("error_detail"),
+            index=f.integer("index"),
+            ok=f.flag("ok"),
+            start_s=f.number("start_s"),
+            queue_s=f.number("queue_s", 0.0),
+            ttft_s=f.number("ttft_s"),
+            latency_s=f.number("latency_s"),
+            chunk_offsets_s=f.numbers("chunk_offsets_s"),
+            prompt_tokens=f.integer("prompt_tokens", 0),
+            output_tokens=f.integer("output_tokens", 0),
+            cached_tokens=f.integer("cached_tokens", 0),
+            reasoning_tokens=f.integer("reasoning_tokens", 0),
+            usage_seen=f.flag("usage_seen", False),
+            error=f.opt_text("error"),
+            error_detail=f.opt_text("error_detail"),
         )
 
 
@@ -138,8 +145,12 @@ class Stats:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Stats:
-        return cls(count=int(data["count"]), **{
-            k: float(data[k]) for k in cls.__dataclass_fields__ if k != "count"
+        return cls.from_fields(Fields(data, "stats"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Stats:
+        return cls(count=f.integer("count"), **{
+            k: f.number(k) for k in cls.__dataclass_fields__ if k != "count"
         })
 
 
@@ -187,16 +198,20 @@ class SteadyWindow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SteadyWindow:
+        return cls.from_fields(Fields(data, "steady"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> SteadyWindow:
         return cls(
-            threshold=int(data["threshold"]),
-            start_s=float(data["start_s"]),
-            end_s=float(data["end_s"]),
-            output_tokens=float(data["output_tokens"]),
-            requests_started=int(data["requests_started"]),
-            requests_completed=int(data["requests_completed"]),
-            ttft_ms=Stats.from_json(data["ttft_ms"]),
-            tpot_ms=Stats.from_json(data["tpot_ms"]),
-            short=bool(data["short"]),
+            threshold=f.integer("threshold"),
+            start_s=f.number("start_s"),
+            end_s=f.number("end_s"),
+            output_tokens=f.number("output_tokens"),
+            requests_started=f.integer("requests_started"),
+            requests_completed=f.integer("requests_completed"),
+            ttft_ms=Stats.from_fields(f.obj("ttft_ms")),
+            tpot_ms=Stats.from_fields(f.obj("tpot_ms")),
+            short=f.flag("short"),
         )
 
 
@@ -261,30 +276,34 @@ class LevelMetrics:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelMetrics:
-        goodput = data.get("request_goodput")
+        return cls.from_fields(Fields(data, "metrics"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> LevelMetrics:
+        steady = f.opt_obj("steady")
         return cls(
-            concurrency=int(data["concurrency"]),
-            duration_s=float(data["duration_s"]),
-            completed=int(data["completed"]),
-            failed=int(data["failed"]),
-            total_input_tokens=int(data["total_input_tokens"]),
-            total_output_tokens=int(data["total_output_tokens"]),
-            total_cached_tokens=int(data["total_cached_tokens"]),
-            total_reasoning_tokens=int(data["total_reasoning_tokens"]),
-            request_throughput=float(data["request_throughput"]),
-            request_goodput=None if goodput is None else float(goodput),
-            output_throughput=float(data["output_throughput"]),
-            total_token_throughput=float(data["total_token_throughput"]),
-            ttft_ms=Stats.from_json(data["ttft_ms"]),
-            tpot_ms=Stats.from_json(data["tpot_ms"]),
-            itl_ms=Stats.from_json(data["itl_ms"]),
-            e2el_ms=Stats.from_json(data["e2el_ms"]),
-            output_tps=Stats.from_json(data["output_tps"]),
-            max_output_tokens_per_s=float(data["max_output_tokens_per_s"]),
-            max_concurrent_requests=int(data["max_concurrent_requests"]),
-            peak_concurrency=int(data["peak_concurrency"]),
-            steady=SteadyWindow.from_json(data["steady"]) if data.get("steady") else None,
-            warnings=tuple(data.get("warnings", ())),
+            concurrency=f.integer("concurrency"),
+            duration_s=f.number("duration_s"),
+            completed=f.integer("completed"),
+            failed=f.integer("failed"),
+            total_input_tokens=f.integer("total_input_tokens"),
+            total_output_tokens=f.integer("total_output_tokens"),
+            total_cached_tokens=f.integer("total_cached_tokens"),
+            total_reasoning_tokens=f.integer("total_reasoning_tokens"),
+            request_throughput=f.number("request_throughput"),
+            request_goodput=f.opt_number("request_goodput"),
+            output_throughput=f.number("output_throughput"),
+            total_token_throughput=f.number("total_token_throughput"),
+            ttft_ms=Stats.from_fields(f.obj("ttft_ms")),
+            tpot_ms=Stats.from_fields(f.obj("tpot_ms")),
+            itl_ms=Stats.from_fields(f.obj("itl_ms")),
+            e2el_ms=Stats.from_fields(f.obj("e2el_ms")),
+            output_tps=Stats.from_fields(f.obj("output_tps")),
+            max_output_tokens_per_s=f.number("max_output_tokens_per_s"),
+            max_concurrent_requests=f.integer("max_concurrent_requests"),
+            peak_concurrency=f.integer("peak_concurrency"),
+            steady=SteadyWindow.from_fields(steady) if steady and steady.data else None,
+            warnings=f.texts("warnings"),
         )
 
 
@@ -309,12 +328,16 @@ class WarmupResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WarmupResult:
+        return cls.from_fields(Fields(data, "warmup"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> WarmupResult:
         return cls(
-            requests=int(data["requests"]),
-            concurrency=int(data["concurrency"]),
-            failed=int(data["failed"]),
-            duration_s=float(data["duration_s"]),
-            errors=MappingProxyType({str(k): int(v) for k, v in data.get("errors", {}).items()}),
+            requests=f.integer("requests"),
+            concurrency=f.integer("concurrency"),
+            failed=f.integer("failed"),
+            duration_s=f.number("duration_s"),
+            errors=MappingProxyType(f.counts("errors")),
         )
 
 
@@ -357,18 +380,23 @@ class LevelResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelResult:
+        return cls.from_fields(Fields(data, "level"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> LevelResult:
+        warmup = f.opt_obj("warmup")
         return cls(
-            concurrency=int(data["concurrency"]),
-            metrics=LevelMetrics.from_json(data["metrics"]),
-            requests=tuple(RequestResult.from_json(r) for r in data["requests"]),
-            errors=MappingProxyType({str(k): int(v) for k, v in data.get("errors", {}).items()}),
-            partial=bool(data.get("partial", False)),
-            partial_reason=data.get("partial_reason"),
-            repeat=int(data.get("repeat", 0)),
-            warmup=WarmupResult.from_json(data["warmup"]) if data.get("warmup") else None,
-            gpu=_gpu_from_json(data.get("gpu")),
-            gpu_steady=_gpu_from_json(data.get("gpu_steady")),
-            server_metrics=_server_metrics_from_json(data.get("server_metrics")),
+            concurrency=f.integer("concurrency"),
+            metrics=LevelMetrics.from_fields(f.obj("metrics")),
+            requests=tuple(RequestResult.from_fields(r) for r in f.objs("requests", _MISSING)),
+            errors=MappingProxyType(f.counts("errors")),
+            partial=f.flag("partial", False),
+            partial_reason=f.opt_text("partial_reason"),
+            repeat=f.integer("repeat", 0),
+            warmup=WarmupResult.from_fields(warmup) if warmup and warmup.data else None,
+            gpu=_gpu_from_fields(f.opt_obj("gpu")),
+            gpu_steady=_gpu_from_fields(f.opt_obj("gpu_steady")),
+            server_metrics=_server_metrics_from_fields(f.opt_obj("server_metrics")),
         )
 
 
@@ -376,20 +404,20 @@ def _attachment_json(value: GpuSummary | ServerMetricsSummary | None) -> Any:
     return None if value is None else value.to_json()
 
 
-def _gpu_from_json(data: Mapping[str, Any] | None) -> GpuSummary | None:
-    if data is None:
+def _gpu_from_fields(f: Fields | None) -> GpuSummary | None:
+    if f is None:
         return None
     from variantctl.bench.gpu import GpuSummary  # imported late: model.py stays light
 
-    return GpuSummary.from_json(data)
+    return GpuSummary.from_fields(f)
 
 
-def _server_metrics_from_json(data: Mapping[str, Any] | None) -> ServerMetricsSummary | None:
-    if data is None:
+def _server_metrics_from_fields(f: Fields | None) -> ServerMetricsSummary | None:
+    if f is None:
         return None
     from variantctl.bench.promscrape import ServerMetricsSummary
 
-    return ServerMetricsSummary.from_json(data)
+    return ServerMetricsSummary.from_fields(f)
 
 
 @dataclass(frozen=True)
@@ -406,8 +434,12 @@ class Target:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Target:
-        return cls(url=data["url"], variant=data.get("variant"), host=data.get("host"),
-                   model=data.get("model"))
+        return cls.from_fields(Fields(data, "target"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Target:
+        return cls(url=f.text("url"), variant=f.opt_text("variant"), host=f.opt_text("host"),
+                   model=f.opt_text("model"))
 
 
 @dataclass(frozen=True)
@@ -439,18 +471,21 @@ class BenchResult:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchResult:
-        from variantctl.errors import VariantctlError
+    def from_json(cls, data: Any, source: str = "bench result") -> BenchResult:
+        """Validate and build; a :class:`~variantctl.jsonfields.StoredFileError` (exit 2)
+        names ``source`` and the bad field."""
+        return cls.from_fields(Fields(data, source))
 
-        if data.get("schema") != SCHEMA:
-            raise VariantctlError(
-                f"not a {SCHEMA} result (schema: {data.get('schema')!r})"
-            )
+    @classmethod
+    def from_fields(cls, f: Fields) -> BenchResult:
+        schema = f.data.get("schema")
+        if schema != SCHEMA:
+            raise f.error("schema", f"is {schema!r}: not a {SCHEMA} result")
         return cls(
-            params=BenchParams.from_json(data["params"]),
-            target=Target.from_json(data["target"]),
-            started_at=str(data["started_at"]),
-            levels=tuple(LevelResult.from_json(level) for level in data["levels"]),
+            params=BenchParams.from_fields(f.obj("params")),
+            target=Target.from_fields(f.obj("target")),
+            started_at=f.text("started_at"),
+            levels=tuple(LevelResult.from_fields(level) for level in f.objs("levels", _MISSING)),
         )
 
 

@@ -171,8 +171,9 @@ def trace_from_document(doc: dict[str, Any]) -> dict[str, Any]:
 
 def store(collector: Collector, record: ServerRecord, variant: str, when: Any, *,
           runs_root: Path) -> Path | None:
-    """``profile-<stamp>.json`` in the launch's run directory (None when it has none here,
-    or when the launch is another project's: never written through)."""
+    """``profile-<stamp>.json`` in the launch's run directory, listed in its run.json (None
+    when it has none here, or when the launch is another project's: never written
+    through)."""
     from variantctl.launch.servers import foreign_owner
     from variantctl.runs.store import RunStore
 
@@ -180,10 +181,8 @@ def store(collector: Collector, record: ServerRecord, variant: str, when: Any, *
             or foreign_owner(record, runs_root)):
         return None
     run_dir = Path(record.run_dir)
-    stamp = when.strftime("%Y%m%dT%H%M%S")
     doc = raw_document(collector, variant, when.isoformat())
-    data = (json.dumps(doc, separators=(",", ":")) + "\n").encode()
-    return RunStore(run_dir.parent).write_file(run_dir, f"profile-{stamp}.json", data)
+    return RunStore(run_dir.parent).attach_profile(run_dir, doc, when)
 
 
 def write_trace(collector: Collector, path: Path) -> None:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from variantctl.jsonfields import Fields
+
 Labels = tuple[tuple[str, str], ...]
 #: metric name -> [(labels, value)]
 Families = dict[str, list[tuple[Labels, float]]]
@@ -164,7 +166,13 @@ class Gauge:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Gauge:
-        return cls(data.get("avg"), data.get("max"))
+        return cls.from_fields(Fields(data, "gauge"))
+
+    @classmethod
+    def from_fields(cls, f: Fields | None) -> Gauge:
+        if f is None:
+            return cls(None, None)
+        return cls(f.opt_number("avg"), f.opt_number("max"))
 
 
 def _r(value: float | None) -> float | None:
@@ -222,19 +230,23 @@ class ServerMetricsSummary:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ServerMetricsSummary:
+        return cls.from_fields(Fields(data, "server_metrics"))
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> ServerMetricsSummary:
         return cls(
-            available=bool(data["available"]),
-            reason=data.get("reason"),
-            scrapes=int(data.get("scrapes", 0)),
-            failed_scrapes=int(data.get("failed_scrapes", 0)),
-            running=Gauge.from_json(data.get("running") or {}),
-            waiting=Gauge.from_json(data.get("waiting") or {}),
-            kv_cache_usage=Gauge.from_json(data.get("kv_cache_usage") or {}),
-            prefix_cache_queries=data.get("prefix_cache_queries"),
-            prefix_cache_hits=data.get("prefix_cache_hits"),
-            prefix_cache_hit_rate=data.get("prefix_cache_hit_rate"),
-            preemptions=data.get("preemptions"),
-            last_error=data.get("last_error"),
+            available=f.flag("available"),
+            reason=f.opt_text("reason"),
+            scrapes=f.integer("scrapes", 0),
+            failed_scrapes=f.integer("failed_scrapes", 0),
+            running=Gauge.from_fields(f.opt_obj("running")),
+            waiting=Gauge.from_fields(f.opt_obj("waiting")),
+            kv_cache_usage=Gauge.from_fields(f.opt_obj("kv_cache_usage")),
+            prefix_cache_queries=f.opt_number("prefix_cache_queries"),
+            prefix_cache_hits=f.opt_number("prefix_cache_hits"),
+            prefix_cache_hit_rate=f.opt_number("prefix_cache_hit_rate"),
+            preemptions=f.opt_number("preemptions"),
+            last_error=f.opt_text("last_error"),
         )
 
 

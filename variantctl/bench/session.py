@@ -389,7 +389,5 @@ def store_result(outcome: RunOutcome, record: ServerRecord | None, when: Any, *,
     run_dir = Path(record.run_dir)
     if not run_dir.is_dir():
         return None
-    data = outcome.result.to_json()
-    if outcome.death is not None:
-        data["server_death"] = outcome.death.to_json()
-    return RunStore(run_dir.parent).attach_benchmark(run_dir, data, when)
+    death = None if outcome.death is None else outcome.death.to_json()
+    return RunStore(run_dir.parent).attach_benchmark(run_dir, outcome.result, when, death=death)

@@ -18,6 +18,7 @@ def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
     differs between them: configuration, patches, host and environment, engine facts
     and benchmark parameters. RUN_A and RUN_B are run ids or unique prefixes."""
     from variantctl.cli.output import emit, print_json
+    from variantctl.jsonfields import StoredFileError
     from variantctl.render.compare import comparison_blocks, comparison_json
     from variantctl.report.compare import compare as compare_runs
     from variantctl.report.load import load_run
@@ -25,6 +26,11 @@ def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
 
     store = RunStore(env.runs_dir)
     a, b = load_run(store, run_a), load_run(store, run_b)
+    for run in (a, b):
+        if run.unreadable:  # a comparison without its numbers would mislead
+            raise StoredFileError(f"{run.unreadable[0]}",
+                                  hint=f"run {run.run_id}'s benchmark file is damaged; "
+                                       "compare needs every one it lists")
     result = compare_runs(a, b)
     if as_json:
         print_json(env, comparison_json(result))

@@ -2,22 +2,18 @@
 ``bench --profile`` stored in a run, and its raw events as a Chrome trace.
 
 Exit codes: 0 shown; 1 the trace file cannot be written; 2 no such run, a run
-without profile files, or a stored profile file that cannot be read.
+without profile files, or a stored profile file that cannot be read (missing,
+not a regular file, too large, or damaged: the file and the field named).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
-
-#: a stored profile-*.json larger than this is refused rather than read into memory
-MAX_PROFILE_JSON = 512 << 20
 
 
 @click.command("profile")
@@ -30,32 +26,28 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
     """Show the profile breakdown stored in RUN (an id or unique prefix)."""
     from variantctl.bench.profile import trace_from_document, write_trace_file
     from variantctl.cli.output import print_json
-    from variantctl.errors import NotFoundError, VariantctlError
+    from variantctl.errors import NotFoundError
+    from variantctl.jsonfields import StoredFileError
     from variantctl.render.profile import breakdown_tables
     from variantctl.runs.store import RunStore
 
-    d = RunStore(env.runs_dir).find(run_id)
-    files = sorted(d.path.glob("profile-*.json"))
-    if not files:
-        raise NotFoundError(f"run {d.run_id} has no profile (no profile-*.json in {d.path})",
+    store = RunStore(env.runs_dir)
+    d = store.find(run_id)
+    record = store.read(d.path)
+    if not record.profiles:
+        raise NotFoundError(f"run {d.run_id} has no profile (its run.json lists no "
+                            f"profile-*.json in {d.path})",
                             hint=f"variantctl bench {d.variant} --profile collects one")
-    docs: list[dict[str, Any]] = []
-    for path in files:
+    stored = []
+    for name in record.profiles:
         try:
-            if path.stat().st_size > MAX_PROFILE_JSON:
-                raise ValueError("too large")
-            doc = json.loads(path.read_text("utf-8"))
-            if not isinstance(doc, dict) or not isinstance(doc.get("levels"), list):
-                raise ValueError("not a variantctl profile document")
-        except (OSError, ValueError) as exc:
-            raise VariantctlError(f"{path}: cannot be read as a profile: {exc}",
-                                  hint="bench --profile writes these; this one is damaged"
-                                  ) from None
-        docs.append(doc)
-    levels = [{"file": p.name, "level": lv.get("label", ""), **lv.get("breakdown", {})}
-              for p, doc in zip(files, docs, strict=True) for lv in doc["levels"]]
+            stored.append(store.read_profile(d.path, name))
+        except FileNotFoundError:
+            raise StoredFileError(f"{d.path / name}: missing (listed in run.json)") from None
+    levels = [{"file": p.name, "level": lv.label, **(lv.breakdown or {})}
+              for p in stored for lv in p.levels]
     if trace is not None:
-        merged = {"levels": [lv for doc in docs for lv in doc["levels"]]}
+        merged = {"levels": [lv.to_json() for p in stored for lv in p.levels]}
         write_trace_file(trace, trace_from_document(merged), "--trace")
         env.stderr.print(f"Chrome trace written {trace}", markup=False, highlight=False,
                          soft_wrap=True)
@@ -64,4 +56,3 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
         return
     for table in breakdown_tables(d.variant, levels):
         env.stdout.print(table)
-

@@ -7,7 +7,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
@@ -15,9 +15,12 @@ from variantctl.exitcodes import ExitCode
 from variantctl.project.loaded import Project
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
+if TYPE_CHECKING:
+    from variantctl.runs.sweepstate import SweepDoc
+
 
 def load_plan(project: Project, name: str, *, hosts: str | None, include_predicted: bool,
-              previous: Mapping[str, Any] | None) -> Plan:
+              previous: SweepDoc | None) -> Plan:
     """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere)."""
     from variantctl.config.hosts import get_host
     from variantctl.errors import NotFoundError
@@ -48,10 +51,10 @@ def load_plan(project: Project, name: str, *, hosts: str | None, include_predict
         get_host(known, n)
     records = [rec for _, rec in project.runs.records() if not isinstance(rec, RunFileError)]
     bench_seconds = {}
-    for entry in (previous or {}).get("points", ()):
-        t = entry.get("timings") or {}
-        if entry.get("status") == "measured" and isinstance(t.get("bench_s"), (int, float)):
-            bench_seconds[entry["point_key"]] = float(t["bench_s"])
+    for entry in previous.points if previous is not None else ():
+        bench_s = entry.timings.get("bench_s")
+        if entry.status == "measured" and bench_s is not None and entry.point_key:
+            bench_seconds[entry.point_key] = bench_s
     known_patchsets = project.patchset_names
     # the definitions of the patchsets the points require (an edited one makes a failed
     # run of the old one no reason to skip); one that does not load is the pre-flight's
@@ -147,7 +150,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
         return ExitCode.OK
     if not as_json:
         emit(env, [b for b in plan_blocks(plan, dry_run=False)])
-    if previous is not None and not resume and previous.get("status") != "done":
+    if previous is not None and not resume and previous.status != "done":
         env.stderr.print(f"the last run of sweep {name} did not finish ({path}); starting "
                          "afresh (--resume continues it instead)", markup=False,
                          highlight=False, soft_wrap=True)

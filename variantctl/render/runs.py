@@ -15,7 +15,7 @@ _FACTS = ("vllm_version", "engine", "attention_backend", "kv_cache_tokens")
 def summary_json(d: RunDir, rec: RunRecord | RunFileError) -> dict[str, Any]:
     if isinstance(rec, RunFileError):
         return {"run_id": d.run_id, "dir": str(d.path), "variant": d.variant,
-                "error": rec.to_json()["error"]}
+                "error": rec.to_json()}
     facts = {k: rec.facts[k] for k in _FACTS if rec.facts.get(k) is not None}
     config = rec.facts.get("config") or {}
     for key in ("enforce_eager", "max_seq_len"):

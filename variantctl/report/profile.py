@@ -1,7 +1,7 @@
 """The profile breakdown of ``bench --profile`` runs in a report: a table and a stacked bar.
 
-PURE except :func:`load_profiles` (reads ``profile-*.json`` of a run directory) and
-:func:`render_stacked_png` (matplotlib, imported inside, like report/plots.py).
+PURE except :func:`render_stacked_png` (matplotlib, imported inside, like
+report/plots.py); the breakdowns come from the run store (``report/load.py``).
 
 The bar shows, per variant and level, where one step's time goes in ms per step:
 the step's instrumented children, the points of another process that ran inside
@@ -13,33 +13,11 @@ the step period, which is what one decode iteration costs.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from variantctl.report.tables import Table, num
-
-#: a stored profile-*.json larger than this is not read into a report
-MAX_PROFILE_JSON = 256 << 20
-
-
-def load_profiles(run_dir: Path) -> list[dict[str, Any]]:
-    """The per-level breakdowns of every ``profile-*.json`` in a run directory (oldest
-    first); an unreadable file is skipped (the bench that wrote it said so)."""
-    out: list[dict[str, Any]] = []
-    for path in sorted(run_dir.glob("profile-*.json")):
-        try:
-            if path.stat().st_size > MAX_PROFILE_JSON:
-                continue
-            doc = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        for lv in doc.get("levels", []):
-            if isinstance(lv, dict) and isinstance(lv.get("breakdown"), dict):
-                out.append({"level": lv.get("label", ""), **lv["breakdown"]})
-    return out
 
 
 def step_segments(b: Mapping[str, Any]) -> list[tuple[str, float]]:

@@ -16,22 +16,28 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from variantctl.errors import VariantctlError
+from variantctl.jsonfields import Fields, StoredFileError
 
-#: schema of run.json; 2 added the content key, typed verdict/expect and benchmarks
-RUN_SCHEMA = 2
+#: schema of run.json; 2 added the content key, typed verdict/expect and benchmarks;
+#: 3 lists the profile files too (``profiles``). Schema 2 records still read: the
+#: store lists their profile files once (:meth:`RunStore.read`).
+RUN_SCHEMA = 3
+#: the schemas :meth:`RunRecord.from_json` reads
+READABLE_SCHEMAS = (2, 3)
 KEY_LENGTH = 10
 #: ``<key>-<seq>``
 RUN_ID = re.compile(r"(?P<key>[0-9a-f]{10})-(?P<seq>[1-9][0-9]*)")
+#: what a file a record lists may be called: one plain name in the run directory
+ARTIFACT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}")
 
-
-class RunFileError(VariantctlError):
-    """A run.json that cannot be read as a run record (exit 2, the file named)."""
+#: a run.json that cannot be read as a run record (exit 2, the file and field named);
+#: one class for every stored file
+RunFileError = StoredFileError
 
 
 def run_key(
@@ -131,6 +137,8 @@ class RunRecord:
     log_file: str | None = None
     #: benchmark result files in the run directory (``bench-<stamp>.json``)
     benchmarks: tuple[str, ...] = ()
+    #: profile files in the run directory (``profile-<stamp>.json``, ``bench --profile``)
+    profiles: tuple[str, ...] = ()
     created_at: str = ""
     schema: int = RUN_SCHEMA
 
@@ -160,14 +168,16 @@ class RunRecord:
             "stopped": thaw(self.stopped),
             "log_file": self.log_file,
             "benchmarks": list(self.benchmarks),
+            "profiles": list(self.profiles),
         }
 
     @classmethod
     def from_json(cls, data: Any, *, source: str) -> RunRecord:
-        """Validate and build; :class:`RunFileError` names ``source`` and the bad field."""
-        r = _Reader(data, source)
+        """Validate and build; :class:`RunFileError` names ``source`` and the bad field.
+        A schema 2 record has no ``profiles`` (the store lists them)."""
+        r = Fields(data, source)
         schema = r.integer("schema")
-        if schema != RUN_SCHEMA:
+        if schema not in READABLE_SCHEMAS:
             raise RunFileError(
                 f"{source}: run.json schema {schema} is not {RUN_SCHEMA}",
                 hint="it was written by another variantctl version",
@@ -175,7 +185,7 @@ class RunRecord:
         run_id = r.text("run_id")
         if RUN_ID.fullmatch(run_id) is None:
             raise RunFileError(f"{source}: run_id {run_id!r} is not <key>-<seq>")
-        v = _Reader(r.mapping("verdict"), f"{source}: verdict")
+        v = r.obj("verdict")
         verdict = RunVerdict(
             kind=v.text("verdict"),
             signature=v.opt_text("signature"),
@@ -183,13 +193,10 @@ class RunRecord:
             message=v.text("message", ""),
             remediation=v.text("remediation", ""),
             phase=v.opt_text("phase"),
-            evidence=tuple(
-                Evidence(_Reader(e, f"{source}: verdict.evidence").integer("line"),
-                         _Reader(e, f"{source}: verdict.evidence").text("text"))
-                for e in v.list_of_mappings("evidence")
-            ),
+            evidence=tuple(Evidence(e.integer("line"), e.text("text"))
+                           for e in v.objs("evidence")),
             decisive_line=v.opt_integer("decisive_line"),
-            last_lines=tuple(str(x) for x in v.items("last_lines")),
+            last_lines=v.texts("last_lines"),
             lines=v.integer("lines", 0),
             health=v.opt_integer("health"),
             classifier=_freeze(v.opt_mapping("classifier")),
@@ -212,88 +219,17 @@ class RunRecord:
             timings=_freeze(r.mapping("timings")),
             stopped=_freeze(r.opt_mapping("stopped")),
             log_file=r.opt_text("log_file"),
-            benchmarks=tuple(str(b) for b in r.items("benchmarks")),
+            benchmarks=artifact_names(r, "benchmarks"),
+            profiles=artifact_names(r, "profiles") if schema >= 3 else (),
             schema=schema,
         )
 
 
-_MISSING = object()
-
-
-class _Reader:
-    """Typed field access with errors that name the file and the field."""
-
-    def __init__(self, data: Any, source: str):
-        if not isinstance(data, Mapping):
-            raise RunFileError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        self.data = data
-        self.source = source
-
-    def _get(self, key: str, default: Any) -> Any:
-        value = self.data.get(key, _MISSING)
-        if value is _MISSING:
-            if default is _MISSING:
-                raise RunFileError(f"{self.source}: missing field {key!r}")
-            return default
-        return value
-
-    def _bad(self, key: str, what: str, value: Any) -> RunFileError:
-        return RunFileError(f"{self.source}: field {key!r} should be {what}, "
-                            f"got {type(value).__name__}")
-
-    def text(self, key: str, default: Any = _MISSING) -> str:
-        value = self._get(key, default)
-        if not isinstance(value, str):
-            raise self._bad(key, "a string", value)
-        return value
-
-    def opt_text(self, key: str) -> str | None:
-        value = self._get(key, None)
-        if value is not None and not isinstance(value, str):
-            raise self._bad(key, "a string or null", value)
-        return value
-
-    def integer(self, key: str, default: Any = _MISSING) -> int:
-        value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer", value)
-        return value
-
-    def opt_integer(self, key: str) -> int | None:
-        value = self._get(key, None)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer or null", value)
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self._get(key, _MISSING)
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false", value)
-        return value
-
-    def mapping(self, key: str) -> Mapping[str, Any]:
-        value = self._get(key, _MISSING)
-        if not isinstance(value, Mapping):
-            raise self._bad(key, "an object", value)
-        return value
-
-    def opt_mapping(self, key: str) -> Mapping[str, Any] | None:
-        value = self._get(key, None)
-        if value is not None and not isinstance(value, Mapping):
-            raise self._bad(key, "an object or null", value)
-        return value
-
-    def items(self, key: str) -> Sequence[Any]:
-        value = self._get(key, [])
-        if not isinstance(value, list):
-            raise self._bad(key, "a list", value)
-        return value
-
-    def list_of_mappings(self, key: str) -> Sequence[Mapping[str, Any]]:
-        items = self.items(key)
-        for item in items:
-            if not isinstance(item, Mapping):
-                raise self._bad(key, "a list of objects", item)
-        return items
+def artifact_names(r: Fields, key: str) -> tuple[str, ...]:
+    """File names a record lists: each one plain name in the run directory (an absolute
+    path, ``../x`` or ``a/b`` is an error naming the field, never a file read)."""
+    names = r.texts(key)
+    for i, name in enumerate(names):
+        if ARTIFACT_NAME.fullmatch(name) is None or name in (".", ".."):
+            raise r.error(f"{key}[{i}]", f"{name!r} is not a file name in the run directory")
+    return names

@@ -2,31 +2,58 @@
 
 Each directory holds ``run.json`` (a :class:`~variantctl.runs.run.RunRecord`),
 ``server.log`` (the host's log, copied), ``launch.sh`` (the uploaded script) and
-the benchmark results measured on that server. The run id ``<key>-<seq>`` ends
-the directory name, so finding every run of one configuration reads directory
-names only. Every file is written through the Target contract's one atomic
-writer (:meth:`LocalTarget.write_atomic`: temp file in the same directory, fsync
-of file and directory, rename), the same one the ledger, the state cache and the
-SFTP writer use.
+the benchmark results and profile files measured on that server, each listed by
+name in ``run.json``. The run id ``<key>-<seq>`` ends the directory name, so
+finding every run of one configuration reads directory names only. Every file
+is written through the Target contract's one atomic writer
+(:meth:`LocalTarget.write_atomic`: temp file in the same directory, fsync of file
+and directory, rename), the same one the ledger, the state cache and the SFTP
+writer use.
+
+The store is the one reader and writer of what it holds: launches (run.json),
+measurements (``bench-<stamp>.json``), profiles (``profile-<stamp>.json``) and
+sweep states (``sweeps/NAME.json``). Stored files are untrusted: each is read
+only as a regular file (not a link out of its directory, a FIFO or a device),
+under a size cap, and validated into a frozen value; anything else is a
+:class:`~variantctl.jsonfields.StoredFileError` naming the file and the field
+(exit 2). A name a record lists is one plain name inside the run directory.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.errors import NotFoundError
-from variantctl.runs.record import safe_name
+from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.run import RUN_ID, RunFileError, RunRecord
 from variantctl.targets.local import LocalTarget
 
+if TYPE_CHECKING:
+    from variantctl.bench.model import BenchResult
+    from variantctl.runs.profilefile import StoredProfile
+    from variantctl.runs.sweepstate import SweepDoc
+
 #: at most this much of a run.json is read (they are tens of KiB)
 MAX_RUN_JSON = 16 << 20
+#: a bench result is a few MiB at most (every request's chunk offsets)
+MAX_BENCH_JSON = 256 << 20
+#: a profile file holds every raw event of its levels
+MAX_PROFILE_JSON = 512 << 20
+#: a sweep state is a few KiB per point
+MAX_SWEEP_STATE = 64 << 20
+#: the profile files of a schema 2 run.json (which did not list them), as
+#: ``bench --profile`` named them then (no ``Z``) and as it names them now
+_LEGACY_PROFILE = re.compile(r"profile-[0-9]{8}T[0-9]{6}Z?(-[0-9]+)?\.json")
 _DIR = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<variant>.+)-(?P<id>" + RUN_ID.pattern + ")")
 
 
@@ -113,26 +140,37 @@ class RunStore:
             return RunDir(path, run_id, key, seq, safe_name(variant))
 
     def read(self, run_dir: Path) -> RunRecord:
-        path = run_dir / "run.json"
-        try:
-            size = path.stat().st_size
-            if size > MAX_RUN_JSON:
-                raise RunFileError(f"{path}: {size} bytes, more than a run.json can be")
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunFileError(f"{path}: missing (the run was interrupted before it was "
-                               "recorded)") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RunFileError(f"{path}: cannot be read ({exc})") from None
-        except ValueError as exc:
-            raise RunFileError(f"{path}: not valid JSON ({exc})") from None
-        return RunRecord.from_json(data, source=str(path))
+        """The run's record; a schema 2 record gets the profile files beside it listed
+        (it did not list them itself)."""
+        data = read_json(run_dir, "run.json", MAX_RUN_JSON, missing=(
+            "missing (the run was interrupted before it was recorded)"))
+        record = RunRecord.from_json(data, source=str(run_dir / "run.json"))
+        if record.schema < 3:
+            record = replace(record, profiles=_legacy_profiles(run_dir))
+        return record
 
     def write(self, run_dir: Path, record: RunRecord) -> Path:
+        """run.json, always in the current schema."""
+        from variantctl.runs.run import RUN_SCHEMA
+
         path = run_dir / "run.json"
-        text = json.dumps(record.to_json(), indent=2, default=str, ensure_ascii=False)
+        doc = replace(record, schema=RUN_SCHEMA).to_json()
+        text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
         self._files.write_atomic(str(path), (text + "\n").encode())
         return path
+
+    def bench_document(self, run_dir: Path, name: str) -> Fields:
+        """One benchmark file the run lists (``bench-<stamp>.json``), read bounded, for
+        its typed reader (:func:`variantctl.bench.stored.read_benchmark`: the result
+        model lives with the load generator, which this package must not import)."""
+        return Fields(read_json(run_dir, name, MAX_BENCH_JSON), str(run_dir / name))
+
+    def read_profile(self, run_dir: Path, name: str) -> StoredProfile:
+        """One profile file the run lists, validated (``profile-<stamp>.json``)."""
+        from variantctl.runs.profilefile import StoredProfile
+
+        data = read_json(run_dir, name, MAX_PROFILE_JSON)
+        return StoredProfile.from_json(name, data, source=str(run_dir / name))
 
     def write_file(self, run_dir: Path, name: str, data: bytes) -> Path:
         """Another file of the run (``server.log``, ``launch.sh``, ``bench-….json``)."""
@@ -142,24 +180,162 @@ class RunStore:
         self._files.write_atomic(str(path), data)
         return path
 
-    def attach_benchmark(self, run_dir: Path, data: Mapping[str, Any], when: datetime) -> Path:
-        """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``) and
-        list it in run.json, so a launch and its benchmarks are one record."""
-        from variantctl.runs.record import stamp_of
+    def attach_benchmark(self, run_dir: Path, result: BenchResult, when: datetime, *,
+                         death: Mapping[str, Any] | None = None) -> Path:
+        """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``,
+        with the server's death when it died during it) and list it in run.json, so a
+        launch and its benchmarks are one record."""
+        data = result.to_json()
+        if death is not None:
+            data["server_death"] = dict(death)
+        text = json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n"
+        return self._attach(run_dir, "bench", when, text.encode())
 
+    def attach_profile(self, run_dir: Path, doc: Mapping[str, Any], when: datetime) -> Path:
+        """Store a profile's raw events and breakdowns (``profile-<stamp>[-n].json``, the
+        bench files' stamp and same-second rule) and list it in run.json."""
+        data = (json.dumps(dict(doc), separators=(",", ":"), default=str) + "\n").encode()
+        return self._attach(run_dir, "profile", when, data)
+
+    def _attach(self, run_dir: Path, kind: str, when: datetime, data: bytes) -> Path:
         stamp = stamp_of(when)
-        name, n = f"bench-{stamp}.json", 1
-        while (run_dir / name).exists():  # two benchmarks in one second
+        name, n = f"{kind}-{stamp}.json", 1
+        while (run_dir / name).exists() or (run_dir / name).is_symlink():  # same second
             n += 1
-            name = f"bench-{stamp}-{n}.json"
-        text = json.dumps(dict(data), indent=2, default=str, ensure_ascii=False) + "\n"
-        path = self.write_file(run_dir, name, text.encode())
+            name = f"{kind}-{stamp}-{n}.json"
+        path = self.write_file(run_dir, name, data)
         try:
             record = self.read(run_dir)
         except RunFileError:
             return path  # the result is kept beside it; the damaged record is reported by `runs`
-        self.write(run_dir, replace(record, benchmarks=(*record.benchmarks, name)))
+        if kind == "bench":
+            record = replace(record, benchmarks=(*record.benchmarks, name))
+        else:
+            record = replace(record, profiles=(*record.profiles, name))
+        self.write(run_dir, record)
         return path
+
+    # -- sweep states --------------------------------------------------------
+
+    def sweep_state_path(self, sweep: str) -> Path:
+        """``runs/sweeps/NAME.json``."""
+        return self.root / "sweeps" / f"{sweep}.json"
+
+    def read_sweep_state(self, path: Path) -> SweepDoc | None:
+        """A sweep's state, validated (None when there is none). A state file in this
+        store's ``sweeps/`` is not read through a link; a path the user named may be one."""
+        from variantctl.runs.sweepstate import SweepDoc
+
+        follow = path.parent != self.root / "sweeps"
+        try:
+            data = read_json(path.parent, path.name, MAX_SWEEP_STATE, follow=follow)
+        except FileNotFoundError:
+            return None
+        return SweepDoc.from_json(data, source=str(path))
+
+
+def _legacy_profiles(run_dir: Path) -> tuple[str, ...]:
+    """The profile files of a schema 2 record (the one place the store lists a directory
+    for names a record does not give)."""
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return ()
+    return tuple(sorted(n for n in names if _LEGACY_PROFILE.fullmatch(n)))
+
+
+def read_json(directory: Path, name: str, cap: int, *, missing: str | None = None,
+              follow: bool = False) -> Any:
+    """The JSON document in ``directory/name`` read by :func:`read_bounded`.
+
+    A missing file raises :class:`FileNotFoundError` unless ``missing`` says what
+    that means (then it is a :class:`StoredFileError`); anything else wrong is a
+    :class:`StoredFileError` naming the file.
+    """
+    path = directory / name
+    try:
+        data = read_bounded(directory, name, cap, follow=follow)
+    except FileNotFoundError:
+        if missing is None:
+            raise
+        raise StoredFileError(f"{path}: {missing}") from None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StoredFileError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise StoredFileError(f"{path}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise StoredFileError(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_bounded(directory: Path, name: str, cap: int, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``name`` in ``directory``, at most ``cap`` of them.
+
+    ``name`` must be one plain file name (a record's name for a file never leaves its
+    directory). Without ``follow`` the file is opened relative to the directory and not
+    through a link; a FIFO, a device, a socket or a directory is refused before it is
+    read (opened non-blocking, so a FIFO never hangs the reader), and a file larger
+    than ``cap`` is refused without being read whole. :class:`FileNotFoundError` when
+    it is not there; :class:`StoredFileError` for the rest.
+    """
+    path = directory / name
+    if "/" in name or "\0" in name or name in ("", ".", ".."):
+        raise StoredFileError(f"{path}: {name!r} is not a file name in {directory}")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=follow)
+            _check_regular(path, st, cap)
+            fd = os.open(name, flags | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoredFileError(f"{path}: is a symbolic link (a stored file is read "
+                                      "only as a regular file in its directory)") from None
+            raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(dir_fd)
+    try:
+        _check_regular(path, os.fstat(fd), cap)  # what was opened, not what was looked at
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise StoredFileError(f"{path}: more than {cap} bytes, larger than such a "
+                                      "file can be; not read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _check_regular(path: Path, st: os.stat_result, cap: int) -> None:
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        raise StoredFileError(f"{path}: is a symbolic link (a stored file is read only as "
+                              "a regular file in its directory)")
+    if not stat.S_ISREG(mode):
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a plain file")
+        raise StoredFileError(f"{path}: is {what}, not a regular file; not read")
+    if st.st_size > cap:
+        raise StoredFileError(f"{path}: {st.st_size} bytes, more than such a file can be "
+                              f"({cap}); not read")
 
 
 def write_local_atomic(path: Path, data: bytes) -> None:

@@ -224,10 +224,8 @@ class TargetPointRunner:
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
                 if bench is not None and result.run_dir is not None:
-                    data = bench.to_json()
-                    if death is not None:
-                        data["server_death"] = death
-                    path = self.ctx.runs.attach_benchmark(result.run_dir, data, self.ctx.now())
+                    path = self.ctx.runs.attach_benchmark(result.run_dir, bench, self.ctx.now(),
+                                                          death=death)
                     names.append(path.name)
                 if early is not None and stopped_early is None:
                     stopped_early = early

@@ -1,8 +1,10 @@
 """The sweep state file ``runs/sweeps/NAME.json`` (effectful: local file, atomic writes).
 
-Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``); ``variantctl report``
-reads it. Every change is written at once (temp file + rename), so a killed variantctl
-leaves the last phase it reached, and ``sweep --resume`` continues from there.
+Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``); it is read back,
+validated, only as :class:`~variantctl.runs.sweepstate.SweepDoc` through the run store
+(here for ``--resume``, in ``variantctl report``). Every change is written at once
+(temp file + rename), so a killed variantctl leaves the last phase it reached, and
+``sweep --resume`` continues from there.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from variantctl.errors import VariantctlError
-from variantctl.exitcodes import ExitCode
+from variantctl.jsonfields import StoredFileError
+from variantctl.runs.store import RunStore
+from variantctl.runs.sweepstate import SWEEP_SCHEMA, PointEntry, SweepDoc
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
-SCHEMA = "variantctl.sweep/1"
+SCHEMA = SWEEP_SCHEMA
 #: point statuses that --resume does not run again
 DONE = frozenset({"measured", "failed", "skipped"})
 
@@ -28,22 +31,14 @@ def state_path(runs_dir: Path, sweep: str) -> Path:
     return runs_dir / "sweeps" / f"{sweep}.json"
 
 
-def read_state(path: Path) -> dict[str, Any] | None:
-    """The state document, None when there is none; an error naming the file when broken."""
+def read_state(path: Path) -> SweepDoc | None:
+    """The state, None when there is none; an error naming the file and field (exit 2)
+    when it is damaged."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise VariantctlError(f"{path}: unreadable sweep state ({exc})",
-                              hint="delete it to start the sweep afresh",
-                              exit_code=ExitCode.USAGE) from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(
-            data.get("points"), list):
-        raise VariantctlError(f"{path}: not a {SCHEMA} state file",
-                              hint="delete it to start the sweep afresh",
-                              exit_code=ExitCode.USAGE)
-    return data
+        return RunStore(path.parent.parent).read_sweep_state(path)
+    except StoredFileError as exc:
+        exc.hint = "delete it to start the sweep afresh"
+        raise
 
 
 def point_entry(p: PlannedPoint) -> dict[str, Any]:
@@ -68,26 +63,26 @@ class SweepState:
 
     @classmethod
     def begin(cls, path: Path, plan: Plan, now: Callable[[], datetime],
-              previous: dict[str, Any] | None) -> SweepState:
+              previous: SweepDoc | None) -> SweepState:
         """A state for ``plan``; with ``previous`` (--resume) the points it finished keep
         their entries (matched by point key, so an edited grid reruns what changed)."""
         spec = plan.spec
-        done = {}
-        for entry in (previous or {}).get("points", ()):
-            if isinstance(entry, dict) and entry.get("status") in DONE - {"skipped"}:
-                done[entry.get("point_key")] = entry
+        done: dict[str | None, PointEntry] = {}
+        for entry in previous.points if previous is not None else ():
+            if entry.status in DONE - {"skipped"}:
+                done[entry.point_key] = entry
         points = []
         for p in plan.points:
             old = done.get(p.point_key)
             if old is not None and _still_there(old):
-                points.append({**old, "index": p.point.index, "resumed": True})
+                points.append({**old.to_json(), "index": p.point.index, "resumed": True})
             else:
                 points.append(point_entry(p))
         stamp = now().isoformat()
         doc = {
             "schema": SCHEMA, "sweep": spec.name, "source": spec.source,
             "description": spec.description, "status": "running",
-            "started_at": (previous or {}).get("started_at", stamp) if previous else stamp,
+            "started_at": (previous.started_at or stamp) if previous is not None else stamp,
             "updated_at": stamp, "finished_at": None, "hosts": list(plan.hosts),
             "bench": spec.bench_json(), "profile": spec.profile,
             "stop": spec.stop.to_json(), "points": points,
@@ -135,9 +130,9 @@ class SweepState:
             return copy.deepcopy(self.doc)
 
 
-def _still_there(entry: dict[str, Any]) -> bool:
+def _still_there(entry: PointEntry) -> bool:
     """A finished point counts only while its run (and benchmarks) are still archived."""
-    run_dir = entry.get("run_dir")
+    run_dir = entry.run_dir
     if not run_dir or not Path(run_dir, "run.json").is_file():
         return False
-    return all(Path(run_dir, b).is_file() for b in entry.get("benchmarks") or ())
+    return all(Path(run_dir, b).is_file() for b in entry.benchmarks)

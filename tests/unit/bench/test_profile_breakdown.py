@@ -148,20 +148,23 @@ def test_profile_command_shows_a_stored_run_and_exports_its_trace(tmp_path: Path
                                                                   run_cli) -> None:  # type: ignore[no-untyped-def]
     from datetime import datetime, timezone
 
+    from tests.unit.report.builders import record
     from variantctl.bench.profile import Collector, LevelEvents, raw_document
     from variantctl.runs.store import RunStore
 
     project = tmp_path / "project"
     (project / "variants").mkdir(parents=True)
-    d = RunStore(project / "runs").create(key="0123456789", variant="tiny",
-                                          when=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    when = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    store = RunStore(project / "runs")
+    d = store.create(key="0123456789", variant="tiny", when=when)
+    store.write(d.path, record(d.run_id, "tiny"))
     r = run_cli(["profile", d.run_id], project=project)
     assert r.code == 2 and f"run {d.run_id} has no profile" in r.stderr, r.output
 
     c = Collector(LocalTarget(), "/nowhere")
     c.levels.append(LevelEvents("c1", 1, 0, steps()))
-    (d.path / "profile-20261201T000000.json").write_text(json.dumps(raw_document(c, "tiny",
-                                                                                "now")))
+    stored = store.attach_profile(d.path, raw_document(c, "tiny", "now"), when)
+    assert store.read(d.path).profiles == (stored.name,) == ("profile-20261201T000000Z.json",)
     trace = tmp_path / "out" / "trace.json"
     r = run_cli(["profile", d.run_id[:5], "--trace", str(trace), "--json"], project=project)
     assert r.code == 0, r.output
@@ -172,7 +175,12 @@ def test_profile_command_shows_a_stored_run_and_exports_its_trace(tmp_path: Path
     r = run_cli(["profile", d.run_id], project=project)
     assert r.code == 0 and "profile tiny c1: 15 events, step period 12.00 ms" in r.stdout
 
-    (d.path / "profile-20261201T000001.json").write_text("[1, 2]")
+    bad = store.attach_profile(d.path, {"levels": [1]}, when)  # same second: -2
     r = run_cli(["profile", d.run_id], project=project)
-    assert r.code == 2 and "cannot be read as a profile" in r.stderr, r.output
+    assert r.code == 2, r.output
+    assert r.stderr.startswith(f"error: {bad}: field 'levels[0]' should be an object, got a "
+                               "number"), r.output
+    bad.write_text("[1, 2]")
+    r = run_cli(["profile", d.run_id], project=project)
+    assert r.code == 2 and f"{bad}: expected a JSON object" in r.stderr, r.output
     assert "Traceback" not in r.output

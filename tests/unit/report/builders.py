@@ -105,7 +105,7 @@ def store_run(store: RunStore, rec: RunRecord, results: Sequence[BenchResult] = 
     assert d.run_id == rec.run_id, (d.run_id, rec.run_id)
     store.write(d.path, rec)
     for i, r in enumerate(results):
-        store.attach_benchmark(d.path, r.to_json(), WHEN.replace(second=i))
+        store.attach_benchmark(d.path, r, WHEN.replace(second=i))
     return d.path
 
 

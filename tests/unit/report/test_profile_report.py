@@ -3,7 +3,6 @@ table, the loader of stored profile files and the PNG."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from tests.conftest import CliResult
 from variantctl.bench.profiledata import Event, breakdown
 from variantctl.report.profile import (
     breakdown_table,
-    load_profiles,
     render_stacked_png,
     stacked_bars,
     step_segments,
@@ -58,19 +56,26 @@ def test_table_and_bars_per_variant_and_level(tmp_path: Path) -> None:
     assert stacked_bars([("x", [])]) is None
 
 
-def test_load_profiles_reads_stored_breakdowns_and_skips_broken_files(tmp_path: Path) -> None:
+def test_a_run_s_listed_profiles_are_read_and_broken_files_skipped(tmp_path: Path) -> None:
+    from tests.unit.report.builders import WHEN, record, store_run
+    from variantctl.report.load import load_run
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    run_dir = store_run(store, record("dddddddddd-1", "cpu-base"))
     doc = {"levels": [{"label": "c1", "events": [], "breakdown": breakdown(v1_like())},
                       {"label": "c4", "events": [], "breakdown": breakdown([])}]}
-    (tmp_path / "profile-20260101T000000.json").write_text(json.dumps(doc))
-    (tmp_path / "profile-20260101T000001.json").write_text("{not json")
-    levels = load_profiles(tmp_path)
+    store.attach_profile(run_dir, doc, WHEN)
+    broken = store.attach_profile(run_dir, {"levels": [1]}, WHEN)
+    assert broken.name == "profile-20260714T101500Z-2.json"  # the bench files' stamp rule
+    levels = load_run(store, "dddddddddd-1").profiles
     assert [lv["level"] for lv in levels] == ["c1", "c4"]
     assert levels[0]["step"] == "step"
 
 
 def test_report_shows_the_breakdown_and_stacked_bars_of_profiled_runs(
         run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
-    from tests.unit.report.builders import level, record, result, store_run
+    from tests.unit.report.builders import WHEN, level, record, result, store_run
     from variantctl.runs.store import RunStore
 
     project = tmp_path / "proj"
@@ -79,7 +84,7 @@ def test_report_shows_the_breakdown_and_stacked_bars_of_profiled_runs(
     run_dir = store_run(store, record("dddddddddd-1", "cpu-base"), [result([
         level(1, agg=40.0, ttft_p90_ms=50.0, tps_p10=30.0, tps_p50=35.0)])])
     doc = {"levels": [{"label": "c1", "events": [], "breakdown": breakdown(v1_like())}]}
-    (run_dir / "profile-20260101T000000Z.json").write_text(json.dumps(doc))
+    store.attach_profile(run_dir, doc, WHEN)
     out = tmp_path / "rep"
     res = run_cli(["report", "dddddddddd-1", "--out", str(out)], project=project)
     assert res.code == 0, res.output

@@ -60,10 +60,18 @@ def test_record_round_trips_and_benchmarks_join_it(tmp_path: Path) -> None:
     assert store.read(d.path) == RunRecord.from_json(json.loads(
         (d.path / "run.json").read_text()), source="x")
     assert store.read(d.path).verdict.signature == "xformers-multistep-unsupported"
-    path = store.attach_benchmark(d.path, {"schema": "variantctl.bench/1"}, WHEN)
-    again = store.attach_benchmark(d.path, {"schema": "variantctl.bench/1"}, WHEN)
+    from tests.unit.report.builders import level, result
+
+    bench = result([level(1, agg=40.0, ttft_p90_ms=50.0, tps_p10=30.0, tps_p50=35.0)])
+    path = store.attach_benchmark(d.path, bench, WHEN)
+    again = store.attach_benchmark(d.path, bench, WHEN, death={"level": 1})
     assert path.name == "bench-20260714T101500Z.json" and again.name.endswith("-2.json")
     assert store.read(d.path).benchmarks == (path.name, again.name)
+    from variantctl.bench.stored import read_benchmark
+
+    first, second = (read_benchmark(store, d.path, n) for n in (path.name, again.name))
+    assert first.result == bench and first.server_death is None
+    assert second.server_death == {"level": 1}  # written by the store, in one place
     assert not [p for p in d.path.iterdir() if p.name.startswith(".")]  # no temp files left
 
 

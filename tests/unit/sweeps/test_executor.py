@@ -100,7 +100,7 @@ def test_hosts_run_in_parallel_one_point_each_at_a_time(tmp_path: Path) -> None:
     assert not out.interrupted and not out.host_errors
     doc = read_state(tmp_path / "s.json")
     assert doc is not None
-    assert [(p["host"], p["status"], p["run_id"]) for p in doc["points"]] == [
+    assert [(p.host, p.status, p.run_id) for p in doc.points] == [
         ("h1", "measured", "k-1"), ("h2", "measured", "k-2"), ("h1", "measured", "k-3"),
         ("h2", "measured", "k-4"), ("h1", "measured", "k-5"), ("h2", "measured", "k-6")]
 
