@@ -149,7 +149,8 @@ def check_log(result: _Judged, expect: Mapping[str, object],
             *compare(result.facts, expect, args)]
 
 
-_FACT_FIELDS = set(Facts.__dataclass_fields__) - {"config", "requested", "config_differences"}
+_FACT_FIELDS = set(Facts.__dataclass_fields__) - {"config", "requested", "config_differences",
+                                                  "default_differences"}
 
 
 def _is_fact(key: str) -> bool:

@@ -164,6 +164,9 @@ class Facts:
     requested: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     #: keys whose requested and effective values differ (see :func:`config_differences`)
     config_differences: tuple[Mapping[str, Any], ...] = ()
+    #: keys nobody requested whose effective value is not the release's default (see
+    #: :func:`default_differences`)
+    default_differences: tuple[Mapping[str, Any], ...] = ()
 
     def get(self, key: str) -> Any:
         """A fact by name: a field, or a key of the configuration: the effective value where
@@ -190,7 +193,7 @@ class Facts:
             value = getattr(self, name)
             if name in _MAPPINGS:
                 value = dict(value)
-            elif name == "config_differences":
+            elif name in ("config_differences", "default_differences"):
                 value = [dict(d) for d in value]
             out[name] = value
         return out
@@ -220,6 +223,75 @@ def config_differences(requested: Mapping[str, Any], effective: Mapping[str, Any
     return tuple(out)
 
 
+#: keys whose effective value is compared with the release's default when nobody
+#: requested them (identity and sizing keys are not: the model, the usage context and the
+#: machine pick those)
+DEFAULT_COMPARED = ("enforce_eager", "disable_custom_all_reduce", "tensor_parallel_size",
+                    "pipeline_parallel_size", "enable_chunked_prefill",
+                    "enable_prefix_caching", "num_scheduler_steps", "kv_cache_dtype",
+                    "quantization", "trust_remote_code", "seed", "use_async_output_proc")
+#: keys a platform forces whatever the default (by the effective ``device_config``)
+PLATFORM_FORCED = {"cpu": frozenset({"disable_custom_all_reduce"})}
+
+
+def release_for(version: str | None, releases: Mapping[str, Any]) -> str | None:
+    """The mined release whose defaults stand for ``version``: the newest one not newer
+    than it (None: no version, or older than every mined release)."""
+    want = _version_key(version) if version else None
+    if want is None:
+        return None
+    best: tuple[tuple[int, ...], str] | None = None
+    for release in releases:
+        have = _version_key(release)
+        if have is not None and have <= want and (best is None or have > best[0]):
+            best = (have, release)
+    return best[1] if best else None
+
+
+def _version_key(version: str) -> tuple[int, ...] | None:
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", version.strip())
+    if m is None:
+        return None
+    return tuple(int(g or 0) for g in m.groups())
+
+
+def default_differences(requested: Mapping[str, Any], effective: Mapping[str, Any],
+                        version: str | None, *, requested_seen: bool
+                        ) -> tuple[dict[str, Any], ...]:
+    """Keys nobody requested whose effective value differs from the release's default.
+
+    A V1 log lists only non-default arguments, so a source that hard-codes
+    ``enforce_eager=True`` shows nothing requested and an effective ``True``: against
+    the release's mined default (``False``, :mod:`variantctl.logs.engine_defaults`) that
+    is a finding. Only when the log showed what was requested (``requested_seen``),
+    for :data:`DEFAULT_COMPARED` keys with a known, non-``auto`` default, and not for
+    keys the platform forces (``disable_custom_all_reduce`` on CPU)."""
+    from variantctl.logs.engine_defaults import ENGINE_DEFAULTS
+
+    release = release_for(version, ENGINE_DEFAULTS)
+    if not requested_seen or release is None:
+        return ()
+    defaults = ENGINE_DEFAULTS[release]
+    device = str(effective.get("device_config") or "").strip("'\"").lower()
+    forced = PLATFORM_FORCED.get(device, frozenset())
+    out = []
+    for key in DEFAULT_COMPARED:
+        default = defaults.get(key)
+        if (default is None or key in requested or key in forced or key not in effective
+                or (isinstance(default, str) and default.lower() == "auto")):
+            continue
+        got = effective[key]
+        if got is None or _same_value(default, got):
+            continue
+        out.append({
+            "key": key, "default": default, "effective": got, "release": release,
+            "message": f"effective {key}={got!r} differs from the release default "
+                       f"({default!r} in vLLM {release}) though not requested: the installed "
+                       "source (or the platform) changed it",
+        })
+    return tuple(out)
+
+
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -235,14 +307,17 @@ class FactsBuilder:
         self.values: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self.requested: dict[str, Any] = {}
+        #: an ``args: Namespace(…)`` / ``non-default args: {…}`` line was read
+        self.requested_seen = False
         self.first_ts: dict[str, float] = {}
 
     def feed(self, lineno: int, line: str, lower: str) -> None:
         """Read whatever facts ``line`` (normalised; ``lower`` is its lowercase) carries."""
         v = self.values
-        if "args: " in lower and not self.requested:
+        if "args: " in lower and not self.requested_seen:
             m = _NAMESPACE.search(line) or _NON_DEFAULT.search(line)
             if m is not None:
+                self.requested_seen = True
                 items = _NS_ITEM if m.re is _NAMESPACE else _DICT_ITEM
                 self._read_requested(line[m.end() - 1:], items)
                 return
@@ -338,4 +413,9 @@ class FactsBuilder:
                      config_differences=tuple(
                          MappingProxyType(d)
                          for d in config_differences(self.requested, self.config)),
+                     default_differences=tuple(
+                         MappingProxyType(d)
+                         for d in default_differences(
+                             self.requested, self.config, self.values.get("vllm_version"),
+                             requested_seen=self.requested_seen)),
                      **self.values)

@@ -96,9 +96,10 @@ def result_blocks(rows: Sequence[Row], expect: str | None, *, explain: bool) -> 
         if table.row_count:
             add("  facts:")
             add(Padding(table, (0, 0, 0, 4), expand=False))
-        if f.config_differences:
-            add(f"  [yellow]findings ({len(f.config_differences)}):[/]")
-            for d in f.config_differences:
+        findings = (*f.config_differences, *f.default_differences)
+        if findings:
+            add(f"  [yellow]findings ({len(findings)}):[/]")
+            for d in findings:
                 add(f"    - {_safe(str(d['message']))}", highlight=False)
         if expect is not None:
             if mismatches:
