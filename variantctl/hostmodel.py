@@ -70,6 +70,9 @@ class SlurmSpec:
     ports: tuple[int, int] = (8100, 8999)
     #: the cluster's slurm.conf on the login node when not the default (SLURM_CONF)
     conf: str | None = None
+    #: (key, ``file:line``) of each setting hosts.yaml gave, for messages (a partition
+    #: the cluster refuses names its line)
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,11 @@ def test_pending_reason_is_the_phase_and_stop_cancels(project: Project,
     assert res.code == ExitCode.TIMEOUT, res.output
     assert "phase: queued (PartitionDown)" in res.stderr, res.output
     assert "TIMEOUT fake-healthy on held" in res.stdout, res.output
+    # the verdict names the queue as the phase it timed out in (docs/slurm.md), printed
+    # and archived alike
+    assert "(phase: queued (PartitionDown))" in res.stdout, res.output
     data = run_json(project.path, "fake-healthy")
+    assert data["verdict"]["phase"] == "queued (PartitionDown)"
     assert data["facts"]["slurm"]["state"] == "PENDING"
     assert data["facts"]["slurm"]["reason"] == "PartitionDown"
     # timed out in the queue: the job was cancelled, not left waiting
@@ -112,3 +116,57 @@ def test_pending_reason_is_the_phase_and_stop_cancels(project: Project,
     stop = project.cli("stop", "fake-healthy", "--host", "held")
     assert stop.code == 0, stop.output
     assert job_state(slurm_cluster, job) == "CANCELLED"
+
+
+def test_an_unknown_partition_is_bad_input_naming_its_line(project: Project,
+                                                          slurm_cluster: SlurmCluster) -> None:
+    hosts = project.path / "variants" / "hosts.yaml"
+    text = hosts.read_text()
+    # the `cluster` host's partition, renamed to one the cluster does not have
+    hosts.write_text(text.replace("partition: debug", "partition: nosuchpart", 1))
+    line = hosts.read_text().splitlines().index("    partition: nosuchpart") + 1
+    jobs_before = slurm_cluster.jobs()
+    res = project.cli("launch", "fake-healthy", "--host", "cluster")
+    assert res.code == ExitCode.USAGE, res.output
+    assert f"slurm.partition 'nosuchpart' (variants/hosts.yaml:{line}) is refused by the " \
+        "cluster" in res.stderr, res.stderr
+    assert "cluster" in res.stderr and "Traceback" not in res.output
+    # the refused submission released the port it had claimed, and recorded nothing
+    run_dir = project.path.parent / "shared" / "cluster" / "run"
+    assert not list(run_dir.glob("port-*.claim")), list(run_dir.iterdir())
+    assert not list(run_dir.glob("*.json"))
+    assert slurm_cluster.jobs() == jobs_before
+
+
+SWEEP = """\
+base: fake-healthy
+hosts: [cluster]
+grid:
+  args:
+    enforce-eager: [true]
+bench:
+  prompts: [random]
+  input_len: 8
+  output_len: 2
+  concurrency: [1]
+  requests: 1
+  warmup: "off"
+"""
+
+
+def test_a_sweep_points_log_is_the_one_slurm_writes(project: Project,
+                                                    slurm_cluster: SlurmCluster) -> None:
+    (project.path / "sweeps").mkdir(exist_ok=True)
+    (project.path / "sweeps" / "pt.yaml").write_text(SWEEP)
+    project.cli("sweep", "pt", "--json")
+    state = json.loads((project.path / "runs" / "sweeps" / "pt.json").read_text())
+    (point,) = state["points"]
+    assert "@" in point["name"] and point["run_dir"], point
+    run = json.loads((Path(point["run_dir"]) / "run.json").read_text())
+    # the job wrote the log variantctl followed (named with %40 for the `@`), so the
+    # verdict has the log's own signature and the archived log holds the server's lines
+    assert run["verdict"]["verdict"] == "ready", run["verdict"]
+    assert run["verdict"]["signature"] == "startup-ok", run["verdict"]
+    assert "Uvicorn running" in (Path(point["run_dir"]) / "server.log").read_text()
+    logs = project.path.parent / "shared" / "cluster" / "logs"
+    assert [p.name for p in logs.iterdir() if "%40pt-01" in p.name and p.stat().st_size]

@@ -320,3 +320,47 @@ def test_the_resources_a_job_asks_for_are_part_of_the_run_key() -> None:
                                                                  ports=(9000, 9100))), ())
     # a host without slurm keeps the identity (and so the run keys) it always had
     assert "slurm" not in host_identity(replace(base, slurm=None))
+
+
+def test_a_log_path_with_percent_reaches_sbatch_literally() -> None:
+    # a sweep point's log: safe_name writes `@` as %40, which SLURM would read as the
+    # pattern %40s (the step id, 40 digits wide) and write somewhere else
+    argv = sbatch_argv(SlurmSpec(), name="tiny@grid-01",
+                       log="/shared/logs/tiny%40grid-01-20261201T090000Z.log",
+                       script="/s.sh", cwd="/shared")
+    assert "--output=/shared/logs/tiny%%40grid-01-20261201T090000Z.log" in argv
+    assert "--error=/shared/logs/tiny%%40grid-01-20261201T090000Z.log" in argv
+
+
+def test_a_setting_the_cluster_refuses_is_named() -> None:
+    from variantctl.targets.slurm import refused_setting
+
+    spec = SlurmSpec(partition="gpux", account="acct")
+    said = ("sbatch: error: invalid partition specified: gpux\n"
+            "sbatch: error: Batch job submission failed: Invalid partition name specified")
+    assert refused_setting(spec, said) == ("partition", "gpux")
+    assert refused_setting(spec, "sbatch: error: Invalid account or account/partition "
+                           "combination specified") == ("account", "acct")
+    assert refused_setting(spec, "sbatch: error: Socket timed out") is None
+
+
+def test_a_timeout_in_the_queue_has_the_queue_as_its_phase(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    now = [0.0]
+    classifier = ClassifierAdapter.create(stall_seconds=2.0, clock=lambda: now[0],
+                                          catalog=default_catalog())
+    record = ServerRecord(**{**_record(HostLayout(str(tmp_path)), "a", 9000).to_dict(),
+                             "log": str(log)})
+
+    class Queued:
+        def probe(self, target: object, record: object, *, health: bool = True) -> Probe:
+            return Probe(True, None, "queued (Resources)")
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    out = watch(LocalTarget(), record, classifier, timeout=10, clock=lambda: now[0],
+                sleep=sleep, launcher=Queued())  # type: ignore[arg-type]
+    assert out.verdict == "timeout"
+    assert out.decision is not None and out.decision.phase == "queued (Resources)"

@@ -32,4 +32,4 @@ def logs(env: Environment, variant: str, host: str | None, follow: bool,
                 out.write(item.text)
                 out.flush()
             else:
-                env.stderr.print(item.message, markup=False, highlight=False)
+                env.stderr.print(item.message, markup=False, highlight=False, soft_wrap=True)

@@ -233,7 +233,9 @@ def _host_from(
 
     # jobs are submitted from this host: usually a login node over ssh, or this machine
     # when variantctl runs on the login node itself
-    slurm = _slurm_from(raw["slurm"]) if "slurm" in raw else None
+    slurm = _slurm_from(raw["slurm"], origins=tuple(
+        (k, f"{doc.source}:{doc.mark((name, 'slurm', k)).line}") for k in raw["slurm"]
+    )) if "slurm" in raw else None
     m = doc.mark((name,), key=True)
     return Host(
         name=name,
@@ -251,7 +253,8 @@ def _host_from(
     )
 
 
-def _slurm_from(raw: dict[str, Any]) -> SlurmSpec:
+def _slurm_from(raw: dict[str, Any], *, origins: tuple[tuple[str, str], ...] = ()
+                ) -> SlurmSpec:
     d = SlurmSpec()
     ports = raw.get("ports")
     return SlurmSpec(
@@ -260,7 +263,7 @@ def _slurm_from(raw: dict[str, Any]) -> SlurmSpec:
         patch_roots=raw.get("patch_roots", d.patch_roots),
         max_jobs=raw.get("max_jobs", d.max_jobs),
         ports=(ports[0], ports[1]) if ports else d.ports,
-        conf=raw.get("conf"),
+        conf=raw.get("conf"), origins=origins,
     )
 
 

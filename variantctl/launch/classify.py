@@ -25,6 +25,9 @@ class Decision:
     verdict: str
     decisive: bool
     result: Any = None
+    #: why the server had not started running when the verdict came (a SLURM job's
+    #: ``queued (REASON)``): then that is its phase, not the log's
+    waiting: str | None = None
 
     def _get(self, name: str, default: Any = None) -> Any:
         return getattr(self.result, name, default) if self.result is not None else default
@@ -48,6 +51,8 @@ class Decision:
 
     @property
     def phase(self) -> str | None:
+        if self.waiting is not None:
+            return self.waiting
         phase: str | None = self._get("phase")
         return phase
 
@@ -111,7 +116,14 @@ class ClassifierAdapter:
         return result
 
     def ready(self) -> Decision:
-        return Decision(verdict="ready", decisive=False, result=self._finish(False))
+        """The ready verdict (``/health`` answered 200). A log that has not shown the
+        server up yet reads as a hang or a failure in its last phase: that is no
+        explanation of a server that answers, so the decision carries none (its facts
+        stay readable), and what is archived is the READY that was printed."""
+        result = self._finish(False)
+        if getattr(result, "kind", None) in DECISIVE_KINDS:
+            return Decision(verdict="ready", decisive=False, result=None)
+        return Decision(verdict="ready", decisive=False, result=result)
 
     def exited(self) -> Decision:
         result = self._finish(True)
@@ -119,8 +131,11 @@ class ClassifierAdapter:
             return Decision(verdict=str(result.kind), decisive=True, result=result)
         return Decision(verdict="exited", decisive=False, result=result)
 
-    def timed_out(self) -> Decision:
-        return Decision(verdict="timeout", decisive=False, result=self._finish(False))
+    def timed_out(self, waiting: str | None = None) -> Decision:
+        """The timeout verdict; ``waiting``: the server was still waiting to run (a
+        queued job), which is then its phase (``queued (Resources)``)."""
+        return Decision(verdict="timeout", decisive=False, result=self._finish(False),
+                        waiting=waiting)
 
     def phase(self) -> str | None:
         phase = getattr(self.stream, "phase", None)

@@ -16,6 +16,7 @@ runs on the host):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
 from variantctl.launch.classify import ClassifierAdapter, Decision, on_host
-from variantctl.launch.launcher import launcher_for
+from variantctl.launch.launcher import Launcher, launcher_for
 from variantctl.launch.servers import (
     StopOutcome,
     layout_for,
@@ -317,6 +318,9 @@ class _Draft:
     timings: dict[str, Any] = field(default_factory=dict)
     key: str = ""
     created_at: str = ""
+    #: the launch's classifier and the clock reading at its start (launch_variant)
+    classifier: ClassifierAdapter | None = None
+    started_clock: float | None = None
 
     def freeze(self) -> LaunchResult:
         return LaunchResult(
@@ -334,38 +338,23 @@ def launch_variant(
 ) -> LaunchResult:
     """Start ``variant`` on the open ``target`` and (unless ``opts.wait`` is False) watch
     it to a verdict. Loads no YAML, resolves no names: the caller passes everything."""
-    from variantctl.targets.modelfacts import read_model_info
-    from variantctl.variants.check import has_errors
-    from variantctl.variants.render import render_script
-
     ui = ui or QuietUI()
     launcher = launcher_for(host)
     # a SLURM job gets a port of its own (before rendering: the port is in the script)
-    variant = launcher.place(target, layout_for(target, host), variant)
-    draft = _Draft(variant.name, host.name)
-    draft.script = render_script(variant, host)
-    # the model's config.json as the host sees it (pre-flight needs its head count
-    # and length limit); nothing has been started yet when pre-flight refuses
-    draft.findings = tuple(preflight(variant, ctx, read_model_info(target, variant.model)))
-    for f in draft.findings:
-        ui.note(f"pre-flight {f.severity}: {f.message}"
-                + (f" (would fail as {f.signature})" if f.signature else ""))
-    if has_errors(list(draft.findings)) and not opts.force:
-        raise VariantctlError(
-            f"pre-flight check of {variant.name} found errors; not launching",
-            hint="fix the variant, or launch with --force to try anyway",
-            exit_code=ExitCode.FAILED,
-        )
-    if launcher.check_patches(variant):
-        draft.patches = ensure_patches(target, host, variant, ctx, apply=opts.apply_patches,
-                                       now=ctx.now(), ui=ui)
     layout = layout_for(target, host)
-    _clear_the_way(target, host, layout, variant, replace=opts.replace, grace=opts.grace,
-                   ui=ui)
-    # built before the start, so a broken signature catalog cannot orphan a server
-    classifier = make_classifier(ctx, variant, opts) if opts.wait else None
-    started_clock = ctx.clock()
-    record = start(target, host, layout, variant, ctx, draft, opts)
+    variant = launcher.place(target, layout, variant)
+    draft = _Draft(variant.name, host.name)
+    try:
+        record = _prepare_and_start(target, host, layout, variant, opts, ctx, ui, launcher,
+                                    draft)
+    except BaseException:
+        if draft.record is None:
+            # refused before a server was recorded (pre-flight, patches, the port, a
+            # refused sbatch): what place() reserved (a SLURM port claim) goes back
+            with contextlib.suppress(VariantctlError, OSError):
+                launcher.unplace(target, layout, variant)
+        raise
+    started_clock, classifier = draft.started_clock, draft.classifier
     ui.note(f"started {variant.name} on {host.name}: pid {record.pid}, port {record.port}, "
             f"log {record.log}")
     if classifier is None:
@@ -382,6 +371,38 @@ def launch_variant(
         _stop_after_error(target, host, layout, record, opts, ui)
         raise
     return draft.freeze()
+
+
+def _prepare_and_start(target: Target, host: Host, layout: HostLayout,
+                       variant: ResolvedVariant, opts: LaunchOptions, ctx: LaunchContext,
+                       ui: LaunchUI, launcher: Launcher, draft: _Draft) -> ServerRecord:
+    """Pre-flight, patches, the way cleared, the server started and recorded."""
+    from variantctl.targets.modelfacts import read_model_info
+    from variantctl.variants.check import has_errors
+    from variantctl.variants.render import render_script
+
+    draft.script = render_script(variant, host)
+    # the model's config.json as the host sees it (pre-flight needs its head count
+    # and length limit); nothing has been started yet when pre-flight refuses
+    draft.findings = tuple(preflight(variant, ctx, read_model_info(target, variant.model)))
+    for f in draft.findings:
+        ui.note(f"pre-flight {f.severity}: {f.message}"
+                + (f" (would fail as {f.signature})" if f.signature else ""))
+    if has_errors(list(draft.findings)) and not opts.force:
+        raise VariantctlError(
+            f"pre-flight check of {variant.name} found errors; not launching",
+            hint="fix the variant, or launch with --force to try anyway",
+            exit_code=ExitCode.FAILED,
+        )
+    if launcher.check_patches(variant):
+        draft.patches = ensure_patches(target, host, variant, ctx, apply=opts.apply_patches,
+                                       now=ctx.now(), ui=ui)
+    _clear_the_way(target, host, layout, variant, replace=opts.replace, grace=opts.grace,
+                   ui=ui)
+    # built before the start, so a broken signature catalog cannot orphan a server
+    draft.classifier = make_classifier(ctx, variant, opts) if opts.wait else None
+    draft.started_clock = ctx.clock()
+    return start(target, host, layout, variant, ctx, draft, opts)
 
 
 def _stop_after_error(target: Target, host: Host, layout: HostLayout, record: ServerRecord,

@@ -57,6 +57,11 @@ class Launcher(Protocol):
         """Start ``script`` with its output to ``log``; the id the record keeps."""
         ...
 
+    def unplace(self, target: Target, layout: HostLayout, variant: ResolvedVariant) -> None:
+        """Undo :meth:`place` for a launch that ended before its server was recorded
+        (refused by pre-flight or by ``sbatch``): what it reserved is released."""
+        ...
+
     def identity(self, target: Target, pid: int) -> ProcIdentity | None:
         """What tells the started server (id ``pid``) from a later process given the same
         id, recorded with it and verified before any signal (None: its id is never
@@ -121,6 +126,9 @@ class ProcessLauncher:
     def place(self, target: Target, layout: HostLayout, variant: ResolvedVariant
               ) -> ResolvedVariant:
         return variant
+
+    def unplace(self, target: Target, layout: HostLayout, variant: ResolvedVariant) -> None:
+        return None
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
               cwd: str) -> int:

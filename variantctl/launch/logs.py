@@ -85,11 +85,19 @@ class Reconnecting:
     message: str
 
 
+@dataclass(frozen=True)
+class Truncated:
+    """The followed log shrank under us (copytruncate rotation): following goes on from
+    its start (said on stderr)."""
+
+    message: str
+
+
 def log_stream(
     target: Target, host: Host, variant: str, *, follow: bool = False,
     lines: int | None = None, poll: float = 0.25,
     sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[LogText | Reconnecting]:
+) -> Iterator[LogText | Reconnecting | Truncated]:
     """The variant's latest log as it is printed: the whole file (or its last ``lines``),
     then, with ``follow``, what the server appends until it is gone. The log is the
     server's text, so hostile: escape sequences and other control characters are made
@@ -134,6 +142,16 @@ def log_stream(
                 yield from text(chunk)
                 continue
             idle_checks += 1
+            st = target.stat(path)
+            if st is not None and st.size < offset:
+                # copytruncate: the file was copied away and cut to 0; what the server
+                # writes now starts at 0 (an offset past the end would read nothing)
+                yield from text(b"", final=True)
+                decoder.reset()
+                yield Truncated(f"{path} was truncated (log rotation?): following it "
+                                f"from its start ({st.size} bytes now, {offset} read)")
+                offset = 0
+                continue
             if idle_checks % 4 == 0 and gone():
                 # what it wrote while dying
                 yield from text(read_from(target, path, offset), final=True)

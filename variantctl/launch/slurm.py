@@ -120,12 +120,16 @@ class SlurmLauncher:
             return False
         return True
 
-    def _release(self, target: Target, layout: HostLayout, record: ServerRecord) -> None:
-        """Drop the claim of a stopped job's port (when it is still that job's)."""
-        path = claim_path(layout, record.port)
+    def _release(self, target: Target, layout: HostLayout, port: int, variant: str) -> None:
+        """Drop the claim of ``port`` (a stopped job's, or a launch's that never got a
+        job) when it is still ``variant``'s."""
+        path = claim_path(layout, port)
         holder, _ = _read_claim(target, path)
-        if holder == record.variant:
+        if holder == variant:
             target.remove(path)
+
+    def unplace(self, target: Target, layout: HostLayout, variant: ResolvedVariant) -> None:
+        self._release(target, layout, variant.port, variant.name)
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
               cwd: str) -> int:
@@ -211,7 +215,7 @@ class SlurmLauncher:
                               port_free=port_free, was_stale=not res.found, job=res.job)
         if res.ok:
             remove_record(target, layout, record)
-            self._release(target, layout, record)
+            self._release(target, layout, record.port, record.variant)
         return outcome
 
     def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:

@@ -216,6 +216,15 @@ def watch(
                     classifier.activity()  # out of the queue: the stall clock starts now
                 waiting, health = probe.waiting, probe.health
                 if health == 200:
+                    # the log may lag /health (a read of at most a block per step, a
+                    # log on a shared filesystem): read what is there before the ready
+                    # verdict, so what is archived is what the log says, as printed
+                    for _ in range(64):
+                        rest = read_from(target, record.log, offset)
+                        if not rest:
+                            break
+                        offset += len(rest)
+                        feed(rest)
                     return outcome(READY, classifier.ready())
                 if not probe.alive:
                     # it died: read what it wrote while dying, then decide
@@ -233,7 +242,7 @@ def watch(
             reconnects += 1
             continue
         if clock() - t0 >= timeout:
-            return outcome(TIMEOUT, classifier.timed_out())
+            return outcome(TIMEOUT, classifier.timed_out(waiting))
         if on_progress is not None:
             on_progress(Progress(clock() - t0, waiting or classifier.phase(),
                                  last[-1] if last else "", count, health, note))

@@ -67,10 +67,18 @@ def slurm_env(spec: SlurmSpec) -> dict[str, str] | None:
     return {"SLURM_CONF": spec.conf} if spec.conf else None
 
 
+def slurm_filename(path: str) -> str:
+    """``path`` as sbatch's ``--output``/``--error`` take it literally: SLURM reads
+    ``%`` as the start of a filename pattern (``%j``, ``%40s``: a step id padded to 40
+    digits), and a sweep point's log name holds ``%40`` (``@``); ``%%`` is one ``%``."""
+    return path.replace("%", "%%")
+
+
 def sbatch_argv(spec: SlurmSpec, *, name: str, log: str, script: str, cwd: str) -> list[str]:
     """The submission: the launch script is the batch script, stdout+stderr to ``log``."""
-    argv = ["sbatch", "--parsable", f"--job-name={name}", f"--output={log}",
-            f"--error={log}", f"--chdir={cwd}", "--open-mode=append"]
+    out = slurm_filename(log)
+    argv = ["sbatch", "--parsable", f"--job-name={name}", f"--output={out}",
+            f"--error={out}", f"--chdir={cwd}", "--open-mode=append"]
     for flag, value in (("partition", spec.partition), ("gres", spec.gres),
                         ("time", spec.time), ("account", spec.account), ("qos", spec.qos)):
         if value:
@@ -97,11 +105,46 @@ def submit(target: Target, spec: SlurmSpec, *, name: str, script: str, log: str,
                timeout=60)
     job = res.stdout.strip().split(";", 1)[0]
     if not res.ok or not job.isdigit():
-        raise TargetError(
-            f"sbatch refused {name}: {res.stderr.strip() or res.stdout.strip() or 'no job id'}",
-            kind="other", host=target.name,
-        )
+        said = res.stderr.strip() or res.stdout.strip() or "no job id"
+        bad = refused_setting(spec, said)
+        if bad is not None:
+            # a value of hosts.yaml the cluster does not know: bad input (exit 2)
+            key, value = bad
+            where = dict(spec.origins).get(key)
+            raise TargetError(
+                f"slurm.{key} {value!r}"
+                + (f" ({where})" if where else "")
+                + f" is refused by the cluster: {_last_line(said)}",
+                kind="config", host=target.name,
+                hint=f"fix slurm.{key} of host {target.name} in hosts.yaml "
+                "(`sinfo -s` on the login node lists the partitions)")
+        raise TargetError(f"sbatch refused {name}: {said}", kind="other", host=target.name)
     return job
+
+
+#: words in sbatch's refusal -> the hosts.yaml ``slurm:`` key it is about
+_REFUSALS = (("account", "account"), ("qos", "qos"), ("gres", "gres"),
+             ("generic resource", "gres"), ("time limit", "time"), ("partition", "partition"))
+
+
+def refused_setting(spec: SlurmSpec, said: str) -> tuple[str, str] | None:
+    """(key, value) of the ``slurm:`` setting sbatch refused as invalid, when its
+    message names one that hosts.yaml set (``invalid partition specified: gpux``)."""
+    text = said.lower()
+    if "invalid" not in text:
+        return None
+    values = {"partition": spec.partition, "account": spec.account, "qos": spec.qos,
+              "gres": spec.gres, "time": spec.time}
+    for words, key in _REFUSALS:
+        value = values[key]
+        if words in text and value:
+            return key, value
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else text
 
 
 def parse_fields(text: str) -> dict[str, str]:
