@@ -118,6 +118,9 @@ def test_sweep_leftover_stop_leaves_a_reused_pid_alone(
         variant="cpu-eager@t-01", host="h1", pid=bystander.pid, port=1, log="", script="",
         pid_file=layout.pid_file("cpu-eager@t-01"), started_at="", boot_id=mine.boot_id,
         proc_start=mine.start))
-    stop_leftovers(target, host, "t", grace=1)
+    notes: list[str] = []
+    assert stop_leftovers(target, host, "t", grace=1, note=notes.append) == []
     assert _alive(bystander)
     assert list_records(target, layout) == []
+    assert notes == [f"h1: cpu-eager@t-01: the recorded server is gone (pid {bystander.pid} "
+                     "now belongs to 'sleep 300'); record removed, nothing signalled"]

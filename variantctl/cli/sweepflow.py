@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
@@ -123,9 +123,32 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
                           include_predicted=include_predicted, grace=grace, as_json=as_json)
     from variantctl.sweeps.lock import sweep_lock
 
-    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()):
+    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), _term_as_interrupt():
         return _run_sweep(env, name, dry_run=False, resume=resume, hosts=hosts,
                           include_predicted=include_predicted, grace=grace, as_json=as_json)
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a scheduler ending the session) and SIGHUP (the terminal
+    closed) stop a sweep as Ctrl-C does: the running points' servers are stopped and
+    the state says ``interrupted``, instead of dying with servers left holding GPUs.
+    Only where signals can be handled (the main thread)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    saved = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,

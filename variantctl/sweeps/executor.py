@@ -529,11 +529,22 @@ def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.
                 note(f"{host.name}: {rec.variant} left alone: {other}")
             continue
         outcome = launcher_for(host).stop(target, layout, rec, grace=grace)
+        occupant = outcome.result.occupant
         if not outcome.ok:
+            why = (f": the record has no process identity and {occupant.describe()}, "
+                   "which cannot be verified as the server (nothing signalled)"
+                   if occupant is not None else "")
             raise VariantctlError(
                 f"a server left by an earlier run of sweep {sweep} on host {host.name} "
-                f"({rec.variant}, pid {rec.pid}) could not be stopped",
-                hint=f"variantctl stop {rec.variant} --host {host.name}")
+                f"({rec.variant}, pid {rec.pid}) could not be stopped{why}",
+                hint=f"variantctl stop {rec.variant} --host {host.name}" if occupant is None
+                else f"if it is the server: kill -TERM -- -{rec.pid} on {host.name}")
+        if occupant is not None:
+            # its pid belongs to another process now: nothing was signalled
+            if note is not None:
+                note(f"{host.name}: {rec.variant}: the recorded server is gone "
+                     f"({occupant.describe()}); record removed, nothing signalled")
+            continue
         stopped.append(rec.variant)
     return stopped
 

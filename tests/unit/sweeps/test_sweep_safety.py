@@ -132,3 +132,39 @@ def test_a_state_write_failing_mid_point_stops_the_points_server(
         assert not port_in_use(LocalTarget(), port)
         # the state kept the last phase it could write: --resume runs the point again
         assert _state(project)["points"][0]["status"] == "running"
+
+
+def test_a_terminated_sweep_stops_its_server(tmp_path: Path) -> None:
+    """SIGTERM (``kill PID``) mid-benchmark: the point's server is stopped, the state says
+    interrupted, exit 130 — as Ctrl-C, never a server left running."""
+    from variantctl.targets.local import LocalTarget
+    from variantctl.targets.process import port_in_use
+
+    project = _project(tmp_path, requests=60, output_len=32)
+    proc = _spawn(project, "sweep", "s")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if _state(project)["points"][0]["phase"] == "bench":
+                    break
+            except (OSError, ValueError, KeyError, IndexError):
+                pass
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the sweep never reached its benchmark")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == ExitCode.INTERRUPTED, (out, err)
+    assert "Traceback" not in err
+    assert not list((project / "work-local" / "run").glob("*.json")), err
+    port = int((project / "sweeps" / "s.yaml").read_text().split("port: ")[1].split()[0])
+    assert not port_in_use(LocalTarget(), port)
+    state = _state(project)
+    assert state["status"] == "interrupted"
+    assert state["points"][0]["status"] == "interrupted"
