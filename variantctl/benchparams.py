@@ -22,6 +22,16 @@ from variantctl.jsonfields import Fields, StoredFileError
 ENDPOINTS = ("chat", "completions")
 BUILTIN_PROMPTS = ("short", "tools", "random")
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
+#: the most concurrent requests of one level (each holds a connection: far beyond what
+#: any server batches, and what one client process can keep open)
+MAX_CONCURRENCY = 65_536
+#: the most requests of one level, warm-up included (each is prepared up front);
+#: longer levels are --duration
+MAX_REQUESTS = 1_000_000
+#: the most repeats of a ladder
+MAX_REPEAT = 10_000
+#: the longest --input-len of random prompts (the token ids are built in memory)
+MAX_INPUT_LEN = 10_000_000
 
 
 def _usage(message: str) -> VariantctlError:
@@ -53,26 +63,41 @@ class BenchParams:
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
             raise _usage(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {self.endpoint!r}")
+        for name, value in (("--temperature", self.temperature),
+                            ("--request-timeout", self.timeout_s)):
+            if not math.isfinite(value):
+                raise _usage(f"{name} must be a finite number, got {value}")
+        if not self.timeout_s > 0:
+            raise _usage(f"--request-timeout must be > 0 seconds, got {self.timeout_s} "
+                         "(a request without a deadline could hang the level forever)")
+        if self.temperature < 0:
+            raise _usage(f"--temperature must be >= 0, got {self.temperature}")
         if self.output_len < 1:
             raise _usage(f"--output-len must be >= 1, got {self.output_len}")
-        if self.input_len is not None and self.input_len < 1:
-            raise _usage(f"--input-len must be >= 1, got {self.input_len}")
+        if self.input_len is not None and not 1 <= self.input_len <= MAX_INPUT_LEN:
+            raise _usage(f"--input-len must be between 1 and {MAX_INPUT_LEN:,}, "
+                         f"got {self.input_len}")
         if self.prompt == "random" and self.input_len is None:
             raise _usage("--prompt random needs --input-len")
         if not self.request_rate > 0:
             raise _usage(f"--request-rate must be > 0 or inf, got {self.request_rate}")
-        if not self.burstiness > 0:
+        if math.isnan(self.burstiness) or not self.burstiness > 0:
             raise _usage(f"--burstiness must be > 0, got {self.burstiness}")
-        if self.requests is not None and self.requests < 1:
-            raise _usage(f"--requests must be >= 1, got {self.requests}")
-        if self.duration is not None and not self.duration > 0:
-            raise _usage(f"--duration must be > 0 seconds, got {self.duration}")
+        if self.requests is not None and not 1 <= self.requests <= MAX_REQUESTS:
+            raise _usage(f"--requests must be between 1 and {MAX_REQUESTS:,}, got "
+                         f"{self.requests} (use --duration for a longer level)")
+        if self.duration is not None and not (self.duration > 0
+                                              and math.isfinite(self.duration)):
+            raise _usage(f"--duration must be a finite number of seconds > 0, "
+                         f"got {self.duration}")
         if self.requests is not None and self.duration is not None:
             raise _usage("give --requests or --duration, not both")
-        if self.repeat < 1:
-            raise _usage(f"--repeat must be >= 1, got {self.repeat}")
-        if not self.concurrency or any(c < 1 for c in self.concurrency):
-            raise _usage(f"--concurrency levels must be >= 1, got {self.concurrency}")
+        if not 1 <= self.repeat <= MAX_REPEAT:
+            raise _usage(f"--repeat must be between 1 and {MAX_REPEAT:,}, got {self.repeat}")
+        if not self.concurrency or any(not 1 <= c <= MAX_CONCURRENCY
+                                       for c in self.concurrency):
+            raise _usage(f"--concurrency levels must be between 1 and {MAX_CONCURRENCY:,}, "
+                         f"got {_levels(self.concurrency)}")
         parse_warmup(self.warmup)
         # Frozen means frozen: a caller's dict must not change the params later.
         object.__setattr__(self, "goodput", MappingProxyType(dict(self.goodput)))
@@ -142,16 +167,36 @@ class BenchParams:
             raise StoredFileError(f"{f.source}: field '{f.path}': {exc.message}") from None
 
 
+def _levels(levels: tuple[int, ...]) -> str:
+    shown = ",".join(str(c) if len(str(c)) <= 20 else f"{str(c)[:8]}…({len(str(c))} digits)"
+                     for c in levels[:8])
+    return shown + (",…" if len(levels) > 8 else "")
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also says yes to ``²`` and ``٣``, which ``int``
+    then refuses (or reads as another number)."""
+    return text.isascii() and text.isdigit()
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def parse_concurrency(text: str) -> tuple[int, ...]:
-    """``"1,2,4"`` → ``(1, 2, 4)``: positive integers, in the order given, no duplicates."""
+    """``"1,2,4"`` → ``(1, 2, 4)``: positive integers up to :data:`MAX_CONCURRENCY`, in
+    the order given, no duplicates."""
     parts = [p.strip() for p in text.split(",")]
     levels: list[int] = []
     for part in parts:
-        if not part.isdigit() or int(part) < 1:
+        if not _digits(part) or int(part) < 1:
             raise _usage(
-                f"--concurrency {text!r}: {part!r} is not a positive integer "
+                f"--concurrency {_clip(text)!r}: {_clip(part)!r} is not a positive integer "
                 "(expected a comma-separated list such as 1,2,4)"
             )
+        if len(part) > 12 or int(part) > MAX_CONCURRENCY:
+            raise _usage(f"--concurrency {_clip(text)!r}: level {_clip(part)} is more than "
+                         f"{MAX_CONCURRENCY:,} concurrent requests")
         if int(part) in levels:
             raise _usage(f"--concurrency {text!r}: level {int(part)} is given twice")
         levels.append(int(part))
@@ -195,9 +240,61 @@ def parse_rate(text: str) -> float:
 
 
 def parse_warmup(text: str) -> int | str:
-    """``auto`` / ``off`` / a count ``N`` (``0`` means off)."""
+    """``auto`` / ``off`` / a count ``N`` up to :data:`MAX_REQUESTS` (``0`` means off)."""
     if text in ("auto", "off"):
         return text
-    if text.isdigit():
+    if _digits(text):
+        if len(text) > 12 or int(text) > MAX_REQUESTS:
+            raise _usage(f"--warmup {_clip(text)}: more than {MAX_REQUESTS:,} requests")
         return int(text)
-    raise _usage(f"--warmup {text!r}: expected auto, off or a number of requests")
+    raise _usage(f"--warmup {_clip(text)!r}: expected auto, off or a number of requests")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``: a URL as it may appear
+    in a message or a file (pure text work: it also serves for URLs that do not parse)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0),
+              default=len(rest))
+    netloc = rest[:end]
+    if "@" not in netloc:
+        return url
+    return f"{scheme}://***@{netloc.rpartition('@')[2]}{rest[end:]}"
+
+
+def parse_url(text: str, option: str = "--url") -> str:
+    """A server's base URL from ``option``: http(s), a host, a port in 1-65535 (when
+    given), no credentials, query or fragment; a trailing ``/`` or ``/v1`` is dropped.
+    Messages never repeat a user name or password."""
+    from urllib.parse import urlsplit
+
+    shown = _clip(redact_url(text))
+    example = "e.g. http://127.0.0.1:8000"
+    if not text.startswith(("http://", "https://")):
+        raise _usage(f"{option} {shown!r} is not an http:// or https:// URL ({example})")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        why = str(exc).replace(text, shown)
+        if "out of range" in why or "Port" in why:
+            why = "the port must be a number from 1 to 65535"
+        raise _usage(f"{option} {shown!r} is not a valid URL: {why}") from None
+    if "@" in parts.netloc:
+        raise _usage(f"{option} {shown!r}: a user name or password in the URL is not "
+                     "supported (it would be shown in results and messages)")
+    if not parts.hostname:
+        raise _usage(f"{option} {shown!r} names no host ({example})")
+    if port == 0:
+        raise _usage(f"{option} {shown!r}: the port must be a number from 1 to 65535")
+    if parts.query or parts.fragment:
+        raise _usage(f"{option} {shown!r}: a server's base URL has no ?query or #fragment "
+                     f"({example})")
+    if any(not c.isprintable() or c.isspace() for c in text):
+        raise _usage(f"{option} {shown!r}: a URL holds no spaces or control characters")
+    base = text.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    return base

@@ -18,6 +18,17 @@ happened per streamed request: its arrival and every token chunk's write time.
 Faults: ``--fail-every N`` answers every Nth request with HTTP 500; ``--die-after N``
 exits the process after N requests have started.
 
+HOSTILE modes (``--hostile MODE``, issue 19: a server that is broken or malicious, to
+show that the client counts, bounds and filters what it gets — no real server does
+this): ``bad-usage`` (``usage.completion_tokens: "lots"``), ``deep-json`` (an event
+nested 100,000 levels deep), ``endless-event`` (one SSE event that never ends),
+``huge-error`` (HTTP 500 with a 256 MiB body), ``huge-metrics`` (a ``/metrics`` page
+that never ends), ``redirect`` (every route answers 307 to ``--redirect-to``),
+``escapes`` (a model id and a log line holding OSC/CSI terminal escapes, then the log
+line is printed and the server exits if ``--exit-after-log``). ``GET /hostile-stats``
+returns what was sent: ``{"bytes": N, "requests": N}`` (bytes of the endless
+answers written before the client hung up).
+
     fake_openai_server.py [--port N] [--ttft-ms MS] [--itl-ms MS] [--tokens N] [--fast]
 
 It prints ``PORT <n>`` on stdout once it listens. Standard library only.
@@ -82,6 +93,9 @@ class Server:
         # token chunk was written (the server's own clock). A loaded machine can make the
         # server late; the fidelity tests compare the client with these, not with hopes.
         self.timings: list[dict[str, Any]] = []
+        #: HOSTILE modes: bytes of endless answers written, requests seen
+        self.hostile_bytes = 0
+        self.requests = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -115,10 +129,43 @@ class Server:
             f"Content-Length: {len(data)}\r\n\r\n".encode() + data
         )
 
+    async def endless(self, writer: asyncio.StreamWriter, head: bytes, piece: bytes,
+                      total: int | None = None) -> bool:
+        """HOSTILE: ``head`` then ``piece`` over and over (up to ``total`` bytes, or until
+        the client hangs up); what was written is counted for ``/hostile-stats``."""
+        writer.write(head)
+        written = 0
+        try:
+            while total is None or written < total:
+                writer.write(piece)
+                await writer.drain()
+                written += len(piece)
+                self.hostile_bytes += len(piece)
+        except ConnectionError:
+            pass
+        return False
+
     async def route(self, method: str, path: str, body: bytes, arrived: float,
                     writer: asyncio.StreamWriter) -> bool:
+        hostile = self.args.hostile
+        if path == "/hostile-stats":
+            self.send_json(writer, 200, {"bytes": self.hostile_bytes,
+                                         "requests": self.requests})
+            await writer.drain()
+            return True
+        self.requests += 1
+        if hostile == "redirect":
+            writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+                         f"{self.args.redirect_to}{path}\r\nContent-Length: 0\r\n\r\n".encode())
+            await writer.drain()
+            return True
+        if hostile == "huge-metrics" and method == "GET" and path == "/metrics":
+            return await self.endless(
+                writer, b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n",
+                b"vllm:num_requests_running 1\n" * 40_000)
         if method == "GET" and path == "/v1/models":
-            self.send_json(writer, 200, {"object": "list", "data": [{"id": MODEL, "root": MODEL}]})
+            model = MODEL + ("\x1b]0;pwned\x07\x1b[2J" if hostile == "escapes" else "")
+            self.send_json(writer, 200, {"object": "list", "data": [{"id": model, "root": model}]})
         elif method == "GET" and path == "/timings":
             self.send_json(writer, 200, self.timings)
             self.timings = []
@@ -151,6 +198,18 @@ class Server:
             os._exit(3)  # the server "crashes": every connection drops at once
         if a.fail_every and self.started % a.fail_every == 0:
             self.send_json(writer, 500, {"error": {"message": "fake failure (--fail-every)"}})
+            return
+        if a.hostile == "huge-error":
+            size = 256 * 1024 * 1024
+            await self.endless(writer, b"HTTP/1.1 500 Internal Server Error\r\n"
+                               b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+                               % size, b"x" * (1 << 20), size)
+            writer.close()
+            return
+        if a.hostile == "endless-event":
+            await self.endless(writer, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"
+                               b"\r\n\r\ndata: {\"x\": \"", b"a" * (1 << 20))
+            writer.close()
             return
         chat = path.endswith("chat/completions")
         n = a.tokens or int(req.get("max_completion_tokens") or req.get("max_tokens") or 16)
@@ -193,10 +252,16 @@ class Server:
                 writes.append(time.perf_counter())
             writer.write(middle if 0 < k < n - 1 else token_chunk(k))
             await writer.drain()
+        if a.hostile == "deep-json":
+            nested = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
+            writer.write(b"%x\r\n%s\r\n" % (len(nested), nested))
+        usage: dict[str, Any]
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n,
                  "total_tokens": prompt_tokens + n,
                  "prompt_tokens_details": {"cached_tokens": a.cached_tokens},
                  "completion_tokens_details": {"reasoning_tokens": a.reasoning_tokens}}
+        if a.hostile == "bad-usage":
+            usage["completion_tokens"] = "lots"
         writer.write(event({"id": "cmpl-fake", "object": kind, "created": 0, "model": MODEL,
                             "choices": [], "usage": usage}))
         data = b"data: [DONE]\n\n"
@@ -214,6 +279,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--reasoning-tokens", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
     p.add_argument("--die-after", type=int, default=0)
+    p.add_argument("--hostile", choices=["bad-usage", "deep-json", "endless-event",
+                                         "huge-error", "huge-metrics", "redirect", "escapes"],
+                   help="HOSTILE behaviour (see the module docstring)")
+    p.add_argument("--redirect-to", default="http://elsewhere.invalid:9",
+                   help="--hostile redirect: where to")
+    p.add_argument("--exit-after-log", action="store_true",
+                   help="--hostile escapes: print the escape-laden log line, then exit 3")
     return p.parse_args(argv)
 
 
@@ -223,6 +295,10 @@ async def main(argv: list[str]) -> None:
                                      backlog=1024)
     port = srv.sockets[0].getsockname()[1]
     print(f"PORT {port}", flush=True)
+    if server.args.hostile == "escapes":
+        print("INFO loading \x1b]0;pwned\x07model\x1b[2J\x1b[31m red \x9b1m", flush=True)
+        if server.args.exit_after_log:
+            os._exit(3)
     async with srv:
         await srv.serve_forever()
 

@@ -24,8 +24,14 @@ from typing import Any
 import aiohttp
 
 from variantctl.bench.model import RequestResult
+from variantctl.benchparams import redact_url
 
 _DETAIL_MAX = 300
+#: the largest SSE event accepted (a vLLM token event is well under 1 KiB; logprobs make
+#: it a few KiB): a longer one fails its request instead of growing the buffer forever
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: bytes of an error response read (its message is shown cut to ``_DETAIL_MAX`` anyway)
+MAX_ERROR_BODY = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -96,17 +102,73 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 1] + "…"
 
 
-def _error_message(body: bytes) -> str:
+def _error_message(body: bytes | bytearray) -> str:
     try:
         data = json.loads(body)
-    except ValueError:
+        if isinstance(data, dict):
+            err = data.get("error", data)
+            if isinstance(err, dict):
+                return _short(str(err.get("message", err)))
+            return _short(str(err))
+        return _short(str(data))
+    except (ValueError, RecursionError):  # not JSON, or JSON nested too deeply to show
         return _short(body.decode("utf-8", "replace"))
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            return _short(str(err.get("message", err)))
-        return _short(str(err))
-    return _short(str(data))
+
+
+async def read_bounded(content: aiohttp.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of a response body, and whether there was more (the rest
+    is not read: a hostile or broken server can send gigabytes)."""
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        data = await content.read(limit + 1 - size)
+        if not data:
+            return b"".join(parts), False
+        parts.append(data)
+        size += len(data)
+    body = b"".join(parts)
+    return body[:limit], True
+
+
+def redirect_detail(resp: aiohttp.ClientResponse) -> str:
+    """What a 3xx answer says, for the error naming it (redirects are never followed:
+    the numbers would be another server's, reported as the URL's)."""
+    where = resp.headers.get("Location")
+    target = redact_url(where)[:_DETAIL_MAX] if where else "(no Location header)"
+    return f"the server redirected to {target}; redirects are not followed"
+
+
+class _BadUsage(Exception):
+    """The ``usage`` event holds a value that is not a token count (names the field)."""
+
+
+def _count(data: Mapping[str, Any], key: str, where: str) -> int:
+    value = data.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        raise _BadUsage(f"{where}.{key} is {shown}, expected a non-negative integer")
+    return value
+
+
+def _details(usage: Mapping[str, Any], key: str, count: str) -> int:
+    details = usage.get(key)
+    if details is None:
+        return 0
+    if not isinstance(details, dict):
+        raise _BadUsage(f"usage.{key} is a {type(details).__name__}, expected an object")
+    return _count(details, count, f"usage.{key}")
+
+
+def usage_counts(usage: Any) -> tuple[int, int, int, int]:
+    """(prompt, completion, cached, reasoning) tokens of a ``usage`` object; raises
+    :class:`_BadUsage` naming the field that is not a count."""
+    if not isinstance(usage, dict):
+        raise _BadUsage(f"usage is a {type(usage).__name__}, expected an object")
+    return (_count(usage, "prompt_tokens", "usage"), _count(usage, "completion_tokens", "usage"),
+            _details(usage, "prompt_tokens_details", "cached_tokens"),
+            _details(usage, "completion_tokens_details", "reasoning_tokens"))
 
 
 async def send(
@@ -135,26 +197,63 @@ async def send(
     detail: str | None = None
     perf = time.perf_counter
     try:
-        async with session.post(base_url + request.path, data=request.body) as resp:
-            if resp.status != 200:
-                body = await resp.read()
+        async with session.post(base_url + request.path, data=request.body,
+                                allow_redirects=False) as resp:
+            if 300 <= resp.status < 400:
+                error, detail = f"redirect {resp.status}", redirect_detail(resp)
+            elif resp.status != 200:
+                body, more = await read_bounded(resp.content, MAX_ERROR_BODY)
                 error, detail = f"http {resp.status}", _error_message(body)
+                if more:
+                    note = f" (body cut at {MAX_ERROR_BODY // 1024} KiB)"
+                    detail = detail[: _DETAIL_MAX - len(note)] + note
             else:
-                buf = b""
                 state: dict[str, Any] = {}
+                # The unfinished event's bytes. Each read is searched only where it adds
+                # bytes (a blank line may straddle two reads), so one huge event costs
+                # linear time, and the buffer never grows past MAX_EVENT_BYTES.
+                buf = bytearray()
+                events: list[bytes] | list[bytearray]
+                rest: bytes | bytearray
                 async for data in resp.content.iter_any():
                     now = perf() - st
-                    buf = buf + data if buf else data
-                    if b"\n\n" not in buf:
+                    if buf:
+                        start = len(buf) - 1
+                        buf += data
+                        if buf.find(b"\n\n", start) < 0:
+                            if len(buf) > MAX_EVENT_BYTES:
+                                error = "event too large"
+                                break
+                            continue
+                        *events, rest = buf.split(b"\n\n")
+                        size = len(buf)
+                        buf = bytearray(rest)
+                    elif b"\n\n" in data:  # the usual read: whole events only
+                        *events, rest = data.split(b"\n\n")
+                        size = len(data)
+                        if rest:
+                            buf += rest
+                    else:
+                        buf += data
+                        if len(buf) > MAX_EVENT_BYTES:
+                            error = "event too large"
+                            break
                         continue
-                    *events, buf = buf.split(b"\n\n")
+                    if len(buf) > MAX_EVENT_BYTES or (size > MAX_EVENT_BYTES and any(
+                            len(e) > MAX_EVENT_BYTES for e in events)):
+                        error = "event too large"
+                        break
                     if _handle(events, now, offsets, state):
                         break
                 else:
                     if buf.strip():  # a last event without its blank line
                         _handle([buf], perf() - st, offsets, state)
+                if error is not None:
+                    detail = (f"an SSE event grew past {MAX_EVENT_BYTES // (1024 * 1024)} MiB "
+                              "without ending; the rest of the stream was not read")
+                else:
+                    error, detail = state.get("error"), state.get("detail")
                 usage = state.get("usage")
-                error, detail = state.get("error"), state.get("detail")
                 if error is None and not offsets:
                     error = "no content chunk"
                     detail = "the stream ended before any chunk with choices (vLLM: no TTFT)"
@@ -169,11 +268,19 @@ async def send(
         error, detail = "http client error", _short(f"{type(exc).__name__}: {exc}")
     except ValueError as exc:  # a data: line that is not JSON
         error, detail = "bad event", _short(str(exc))
-    return _result(index, st - level_t0, queue_s, offsets, usage, error, detail,
-                   perf() - st)
+    counts = (0, 0, 0, 0)
+    if usage is not None:
+        try:
+            counts = usage_counts(usage)
+        except _BadUsage as exc:
+            if error is None:
+                error, detail = "bad usage", str(exc)
+            usage = None
+    return _result(index, st - level_t0, queue_s, offsets, usage is not None, counts, error,
+                   detail, perf() - st)
 
 
-def _handle(events: list[bytes], now: float, offsets: list[float],
+def _handle(events: list[bytes] | list[bytearray], now: float, offsets: list[float],
             state: dict[str, Any]) -> bool:
     """Consume complete SSE events; True at ``[DONE]``. Records content-chunk times."""
     for event in events:
@@ -183,7 +290,10 @@ def _handle(events: list[bytes], now: float, offsets: list[float],
         payload = event[5:].strip()
         if payload == b"[DONE]":
             return True
-        obj = json.loads(payload)
+        try:
+            obj = json.loads(payload)
+        except RecursionError:  # a hostile server's [[[[…]]]]: a bad event, not a crash
+            raise ValueError("an event's JSON is nested too deeply") from None
         if not isinstance(obj, dict):
             continue
         if obj.get("choices"):
@@ -192,7 +302,7 @@ def _handle(events: list[bytes], now: float, offsets: list[float],
             state["error"], state["detail"] = "stream error", _error_message(payload)
         usage = obj.get("usage")
         if usage:
-            state["usage"] = usage
+            state["usage"] = usage  # checked when the request ends (usage_counts)
     return False
 
 
@@ -201,20 +311,14 @@ def _result(
     start_s: float,
     queue_s: float,
     offsets: list[float],
-    usage: Mapping[str, Any] | None,
+    usage_seen: bool,
+    counts: tuple[int, int, int, int],
     error: str | None,
     detail: str | None,
     elapsed: float,
 ) -> RequestResult:
-    prompt_tokens = output_tokens = cached = reasoning = 0
-    if usage:
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        output_tokens = int(usage.get("completion_tokens") or 0)
-        ptd = usage.get("prompt_tokens_details") or {}
-        ctd = usage.get("completion_tokens_details") or {}
-        cached = int(ptd.get("cached_tokens") or 0) if isinstance(ptd, dict) else 0
-        reasoning = int(ctd.get("reasoning_tokens") or 0) if isinstance(ctd, dict) else 0
-    elif offsets:
+    prompt_tokens, output_tokens, cached, reasoning = counts
+    if not usage_seen and offsets:
         output_tokens = len(offsets)  # no usage: count chunks (flagged by usage_seen=False)
     ok = error is None
     return RequestResult(
@@ -231,7 +335,7 @@ def _result(
         output_tokens=output_tokens,
         cached_tokens=cached,
         reasoning_tokens=reasoning,
-        usage_seen=usage is not None,
+        usage_seen=usage_seen,
         error=error,
         error_detail=detail,
     )

@@ -29,6 +29,7 @@ from typing import Any
 import aiohttp
 
 from variantctl.bench import tools_prompt
+from variantctl.bench.client import read_bounded, redirect_detail
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 
@@ -115,6 +116,10 @@ def builtin(kind: str, endpoint: str, index: int) -> Prompt:
     return Prompt(f"{tools_prompt.SYSTEM}\n\nTools:\n{schema}\n\nUser: {question}\nAssistant:")
 
 
+#: the largest /tokenize or /detokenize answer read (a 10M-token prompt's ids: ~90 MB)
+MAX_TOKENIZER_BODY = 128 * 1024 * 1024
+
+
 class Tokenizer:
     """The server's tokenizer over HTTP (``/tokenize``, ``/detokenize``)."""
 
@@ -126,17 +131,32 @@ class Tokenizer:
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = self._base + path
         try:
-            async with self._session.post(url, json={"model": self._model, **body}) as r:
+            async with self._session.post(url, json={"model": self._model, **body},
+                                          allow_redirects=False) as r:
+                if 300 <= r.status < 400:
+                    raise VariantctlError(f"{url}: HTTP {r.status}: {redirect_detail(r)}",
+                                          exit_code=ExitCode.FAILED)
+                raw, more = await read_bounded(r.content, MAX_TOKENIZER_BODY)
                 if r.status != 200:
-                    text = (await r.text())[:200]
+                    text = " ".join(raw[:200].decode("utf-8", "replace").split())
                     raise VariantctlError(
-                        f"{url}: HTTP {r.status} ({text.strip()}); --prompt random needs the "
+                        f"{url}: HTTP {r.status} ({text}); --prompt random needs the "
                         "server's /tokenize and /detokenize endpoints (vLLM has them)",
                         exit_code=ExitCode.FAILED)
-                data: dict[str, Any] = await r.json()
-                return data
+                if more:
+                    raise VariantctlError(
+                        f"{url}: answered more than {MAX_TOKENIZER_BODY // (1024 * 1024)} MiB "
+                        "(not read further)", exit_code=ExitCode.FAILED)
+                data = json.loads(raw)
         except aiohttp.ClientError as exc:
             raise VariantctlError(f"{url}: {exc}", exit_code=ExitCode.UNREACHABLE) from None
+        except (ValueError, RecursionError):
+            raise VariantctlError(f"{url}: the answer is not JSON the tokenizer API sends",
+                                  exit_code=ExitCode.FAILED) from None
+        if not isinstance(data, dict):
+            raise VariantctlError(f"{url}: the answer is not a JSON object",
+                                  exit_code=ExitCode.FAILED)
+        return data
 
     async def encode(self, text: str, *, special: bool) -> list[int]:
         data = await self._post("/tokenize", {"prompt": text, "add_special_tokens": special})

@@ -284,9 +284,20 @@ class ScrapeError(Exception):
     pass
 
 
+class ScrapeTooLarge(ScrapeError):
+    """The page is over the size cap: scraping it again would read as much again."""
+
+
+#: the largest ``/metrics`` answer scraped (vLLM's is ~100 KiB; one with many LoRA
+#: adapters or data-parallel engines a few MiB): a larger one is not read, the level
+#: says why
+MAX_SCRAPE_BYTES = 16 * 1024 * 1024
+
+
 async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
-                        timeout: float = 5.0) -> str:
-    """``GET path`` over HTTP/1.0 (the server closes: no chunked decoding needed)."""
+                        timeout: float = 5.0, limit: int = MAX_SCRAPE_BYTES) -> str:
+    """``GET path`` over HTTP/1.0 (the server closes: no chunked decoding needed); at
+    most ``limit`` bytes are read (:class:`ScrapeError` past them)."""
 
     async def go() -> str:
         reader, writer = await asyncio.open_connection(host, port)
@@ -294,7 +305,15 @@ async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
             writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\n"
                          "Accept: text/plain\r\nConnection: close\r\n\r\n".encode())
             await writer.drain()
-            data = await reader.read()
+            parts: list[bytes] = []
+            size = 0
+            while chunk := await reader.read(min(1 << 20, limit + 1 - size)):
+                parts.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    raise ScrapeTooLarge(f"{path} on {host}:{port} is larger than "
+                                      f"{limit // (1024 * 1024)} MiB: not scraped")
+            data = b"".join(parts)
         finally:
             writer.close()
             with contextlib.suppress(Exception):
@@ -360,8 +379,9 @@ class MetricsScraper:
         except (ScrapeError, ParseError) as exc:
             self.failed += 1
             self.last_error = str(exc)
-            # a server that answers 404 has no /metrics at all: stop asking
-            self.not_vllm = "HTTP 404" in self.last_error
+            # a server that answers 404 has no /metrics at all, and one too large to
+            # read stays so: stop asking
+            self.not_vllm = "HTTP 404" in self.last_error or isinstance(exc, ScrapeTooLarge)
             return
         if not is_vllm(families):
             self.not_vllm = True

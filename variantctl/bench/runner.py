@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import random
 import time
@@ -30,13 +31,22 @@ from typing import Any
 import aiohttp
 
 from variantctl.bench import metrics, prompts
-from variantctl.bench.client import PreparedRequest, build_body, make_session, send
+from variantctl.bench.client import (
+    PreparedRequest,
+    build_body,
+    make_session,
+    read_bounded,
+    redirect_detail,
+    send,
+)
 from variantctl.bench.model import LevelResult, RequestResult, WarmupResult
 from variantctl.benchparams import BenchParams, parse_warmup
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 
 PROGRESS_INTERVAL_S = 0.5
+#: the largest /v1/models answer read (a real one lists a model and its adapters: KiB)
+MAX_MODELS_BODY = 4 * 1024 * 1024
 DURATION_PROMPTS = 64  # distinct prompts cycled through in --duration mode
 WARMUP_MIN, WARMUP_MAX = 50, 100  # the second seed: 50-100 prompts...
 WARMUP_SHARE = 0.5  # ...at 25-50 % of the measured concurrency
@@ -57,33 +67,51 @@ def _api(base_url: str) -> str:
 
 
 async def probe(base_url: str, timeout: float) -> str:
-    """The served model's name from ``/v1/models``; a clear error when not reachable/ready."""
+    """The served model's name from ``/v1/models``; a clear error when not reachable/ready.
+
+    Redirects are not followed (the numbers would be another server's, reported as
+    this URL's) and the answer is read up to :data:`MAX_MODELS_BODY` only."""
     url = _api(base_url) + "/v1/models"
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
-            s.get(url) as resp,
+            s.get(url, allow_redirects=False) as resp,
         ):
+            if 300 <= resp.status < 400:
+                raise VariantctlError(
+                    f"server at {base_url}: GET /v1/models answered HTTP {resp.status}: "
+                    f"{redirect_detail(resp)}",
+                    hint="give the server's own address with --url",
+                    exit_code=ExitCode.FAILED)
+            raw, more = await read_bounded(resp.content, MAX_MODELS_BODY)
             if resp.status != 200:
-                body = (await resp.text())[:200].strip()
+                body = " ".join(raw[:200].decode("utf-8", "replace").split())
                 raise VariantctlError(
                     f"server at {base_url} is not ready: GET /v1/models answered HTTP "
                     f"{resp.status}" + (f" ({body})" if body else ""),
                     exit_code=ExitCode.FAILED)
-            data = await resp.json(content_type=None)
+            if more:
+                raise VariantctlError(
+                    f"server at {base_url}: GET /v1/models answered more than "
+                    f"{MAX_MODELS_BODY // (1024 * 1024)} MiB (not read further)",
+                    exit_code=ExitCode.FAILED)
+            data = json.loads(raw)
     except asyncio.TimeoutError:
         raise VariantctlError(f"server at {base_url} did not answer within {timeout:g} s",
                               exit_code=ExitCode.UNREACHABLE) from None
     except aiohttp.ClientConnectorError as exc:
         raise VariantctlError(f"no server at {base_url}: {exc.os_error or exc}",
                               exit_code=ExitCode.UNREACHABLE) from None
-    except (aiohttp.ClientError, ValueError) as exc:
+    except (aiohttp.ClientError, ValueError, RecursionError) as exc:
+        why = "its JSON is nested too deeply" if isinstance(exc, RecursionError) else exc
         raise VariantctlError(f"server at {base_url} is not an OpenAI-compatible server: "
-                              f"{exc}", exit_code=ExitCode.FAILED) from None
+                              f"{why}", exit_code=ExitCode.FAILED) from None
     models = data.get("data") if isinstance(data, dict) else None
-    if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+    if (not models or not isinstance(models, list) or not isinstance(models[0], dict)
+            or not isinstance(models[0].get("id"), str) or not models[0]["id"]):
         raise VariantctlError(f"server at {base_url} serves no model (GET /v1/models: "
-                              f"{str(data)[:120]})", exit_code=ExitCode.FAILED)
+                              f"{raw[:120].decode('utf-8', 'replace')})",
+                              exit_code=ExitCode.FAILED)
     return str(models[0]["id"])
 
 
@@ -153,8 +181,8 @@ async def _preconnect(session: aiohttp.ClientSession, base: str, n: int) -> None
 
     async def one() -> None:
         try:
-            async with session.get(base + "/v1/models") as resp:
-                await resp.read()
+            async with session.get(base + "/v1/models", allow_redirects=False) as resp:
+                await read_bounded(resp.content, MAX_MODELS_BODY)
         except (aiohttp.ClientError, asyncio.TimeoutError):
             pass
 
@@ -219,7 +247,10 @@ async def run_warmup(
         finally:
             for t in (batch, stopper):
                 t.cancel()
-            await asyncio.gather(batch, stopper, return_exceptions=True)
+            outcome = await asyncio.gather(batch, stopper, return_exceptions=True)
+    lost = outcome[0] if isinstance(outcome[0], Exception) else None
+    if lost is not None or (len(results) != n and not (stop and stop.is_set())):
+        raise _unaccounted(f"the warm-up at concurrency {warm_c}", n, len(results), 0, lost)
     errors = metrics.error_counts(results)
     return WarmupResult(requests=len(results), concurrency=warm_c,
                         failed=sum(errors.values()),
@@ -256,6 +287,9 @@ async def run_level(
     inflight: dict[int, list[float]] = {}  # chunk times of requests still streaming
     sem = asyncio.Semaphore(concurrency)
     partial_reason: str | None = None
+    #: requests handed to the client, and those of them cancelled in flight by a stop:
+    #: every other one must come back as a result (completed or failed with a reason)
+    sent, cancelled = [0], [0]
 
     async with make_session(params.timeout_s, concurrency) as session:
         if warmup and warmup_plan(params, concurrency)[0]:
@@ -275,8 +309,13 @@ async def run_level(
                             params.duration):
                         return None  # became due in time but got no slot before the end
                     inflight[i] = []
-                    r = await send(session, base, reqs[i % len(reqs)], index=i,
-                                   level_t0=t0, queued_at=due, offsets=inflight[i])
+                    sent[0] += 1
+                    try:
+                        r = await send(session, base, reqs[i % len(reqs)], index=i,
+                                       level_t0=t0, queued_at=due, offsets=inflight[i])
+                    except asyncio.CancelledError:
+                        cancelled[0] += 1  # stopped while in flight: said, not lost
+                        raise
             finally:
                 inflight.pop(i, None)
                 if gated:
@@ -360,7 +399,11 @@ async def run_level(
             children = [tick, issuer, stopper, *tasks]
             for t in children:
                 t.cancel()
-            await asyncio.gather(*children, return_exceptions=True)
+            ended = await asyncio.gather(*children, return_exceptions=True)
+    lost = next((e for e in ended[3:] if isinstance(e, Exception)), None)
+    if lost is not None or sent[0] != len(results) + cancelled[0]:
+        raise _unaccounted(f"the level at concurrency {concurrency}", sent[0], len(results),
+                           cancelled[0], lost)
     duration = time.perf_counter() - t0
     if results:
         # vLLM's benchmark_duration ends when the last response is in, not at teardown.
@@ -385,6 +428,20 @@ async def run_level(
         repeat=repeat,
         warmup=warm,
     )
+
+
+def _unaccounted(what: str, sent: int, ended: int, cancelled: int,
+                 exc: BaseException | None) -> VariantctlError:
+    """Requests that ended neither completed nor failed: the client lost them (a bug),
+    and a level that silently counts fewer requests than it sent would lie."""
+    lost = sent - ended - cancelled
+    why = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+    return VariantctlError(
+        f"{what}: {sent} request(s) sent, {ended} ended completed or failed"
+        + (f", {cancelled} cancelled in flight" if cancelled else "")
+        + f" — {max(lost, 1)} unaccounted for{why}",
+        hint="this is a bug in variantctl's client; its results are not kept",
+        exit_code=ExitCode.INTERNAL)
 
 
 async def run_ladder(

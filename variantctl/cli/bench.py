@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.common import FiniteFloat, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -30,14 +30,15 @@ from variantctl.env import Environment
 @click.option("--concurrency", "concurrency", default="1", show_default=True,
               help="A ladder of levels, one after another: 1,2,4.")
 @click.option("--requests", "requests", type=int, help="Requests per level (default 100).")
-@click.option("--duration", type=float, help="Seconds per level instead of --requests.")
+@click.option("--duration", type=FiniteFloat(min=0, min_open=True),
+              help="Seconds per level instead of --requests.")
 @click.option("--prompt", default="short", show_default=True,
               help="short | tools (the seed's 29-tool request) | random | FILE.")
 @click.option("--input-len", type=int, help="Prompt tokens (--prompt random: exact).")
 @click.option("--output-len", type=int, default=128, show_default=True,
               help="max_tokens of every request.")
 @click.option("--ignore-eos", is_flag=True, help="Generate exactly --output-len tokens.")
-@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--temperature", type=FiniteFloat(min=0), default=0.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Prompts, arrivals and sampling seed.")
 @click.option("--request-rate", "request_rate", default="inf", show_default=True,
@@ -50,7 +51,8 @@ from variantctl.env import Environment
 @click.option("--goodput", help="SLOs in ms for goodput: ttft:MS,tpot:MS,e2el:MS.")
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Run the whole ladder N times.")
-@click.option("--request-timeout", type=float, default=600.0, show_default=True,
+@click.option("--request-timeout", type=FiniteFloat(min=0, min_open=True), default=600.0,
+              show_default=True,
               help="Seconds before one request counts as failed.")
 @click.option("--export-vllm", "export_vllm", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write vllm bench serve's result JSON (one file per level of a ladder).")
@@ -75,13 +77,21 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
 
     Several VARIANTs are measured one after another and shown in one table.
     """
-    from variantctl.benchparams import BenchParams, parse_concurrency, parse_goodput, parse_rate
+    from variantctl.benchparams import (
+        BenchParams,
+        parse_concurrency,
+        parse_goodput,
+        parse_rate,
+        parse_url,
+    )
     from variantctl.cli import finish
     from variantctl.errors import VariantctlError
 
     if bool(variants) == bool(url):
         raise VariantctlError("give a VARIANT (or several) or --url, not both",
                               hint="variantctl ps lists running variants")
+    if url is not None:
+        parse_url(url)  # before anything runs: exit 2 naming --url, never its password
     if (profile or profile_trace) and url:
         raise VariantctlError("--profile needs a VARIANT (its server's environment is set "
                               "at launch), not --url")

@@ -115,17 +115,12 @@ def _bench_variant(project: Project, params: BenchParams, variant: str, host_nam
 def _bench_url(project: Project, params: BenchParams, url: str, host_name: str | None,
                view: Any, started_at: str) -> RunOutcome:
     from variantctl.bench.session import is_loopback_url, measure
-    from variantctl.errors import VariantctlError
+    from variantctl.benchparams import parse_url
     from variantctl.project.selection import select_hosts
     from variantctl.targets.connect import open_target
     from variantctl.targets.local import LocalTarget
 
-    if not url.startswith(("http://", "https://")):
-        raise VariantctlError(f"--url {url!r} is not an http:// or https:// URL",
-                              hint="e.g. --url http://127.0.0.1:8000")
-    base = url.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[: -len("/v1")]
+    base = parse_url(url)  # checked by the command already; the base URL
     if host_name is not None:
         (host,) = select_hosts(project.env, host_name, None)
         with open_target(host) as target:

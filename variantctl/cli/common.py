@@ -78,16 +78,33 @@ def json_requested(argv: Sequence[str]) -> bool:
     return any(a == "--format" and b == "json" for a, b in pairwise(words))
 
 
+class FiniteFloat(click.FloatRange):
+    """A number of seconds (or any float option) that must be finite: click's float
+    reads ``nan`` and ``inf``, which every range check lets through (``nan < 1`` is
+    false) and which would disable a deadline or a wait."""
+
+    name = "finite number"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        import math
+
+        rv = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(rv, param, ctx)
+
+
 def watch_options(func: F) -> F:
     """``--timeout``, ``--stall``, ``--keep``, ``--grace``: how launch and watch wait and stop."""
     for option in reversed((
-        click.option("--timeout", type=click.FloatRange(min=1),
+        click.option("--timeout", type=FiniteFloat(min=1),
                      help="Seconds to wait for ready."),
-        click.option("--stall", type=click.FloatRange(min=1),
+        click.option("--stall", type=FiniteFloat(min=1),
                      help="Seconds without progress = hang."),
         click.option("--keep", is_flag=True,
                      help="Do not stop a failed, hung or timed-out server."),
-        click.option("--grace", type=click.FloatRange(min=0), default=10.0,
+        click.option("--grace", type=FiniteFloat(min=0), default=10.0,
                      show_default=True, help="Seconds between TERM and KILL when stopping."),
     )):
         func = option(func)

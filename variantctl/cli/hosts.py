@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import current_env, json_option, pass_env
+from variantctl.cli.common import FiniteFloat, current_env, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -41,7 +41,7 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
 @click.argument("names", nargs=-1)
 @click.option("--host", "host", help="One host.")
 @click.option("--hosts", "hosts_csv", help="Comma-separated hosts.")
-@click.option("--timeout", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
+@click.option("--timeout", type=FiniteFloat(min=0.5), default=10.0, show_default=True,
               help="Connect timeout in seconds.")
 @json_option
 @pass_env

@@ -29,6 +29,7 @@ from variantctl.config.variants import NAME_PATTERN
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError, NotFoundError, VariantctlError
 from variantctl.spelling import did_you_mean
+from variantctl.sweeps.grid import grid_size, too_many_points
 from variantctl.sweeps.model import Axis, GridValue, StopRules, SweepSpec
 from variantctl.variants.flags import flag_problem, normalise_flag
 
@@ -163,7 +164,7 @@ def parse_sweep(doc: Document, name: str) -> SweepSpec:
     include = tuple(_assignment(rule, ("include", i), doc, bases, None)
                     for i, rule in enumerate(data.get("include") or ()))
     stop = data.get("stop") or {}
-    return SweepSpec(
+    spec = SweepSpec(
         name=name, source=doc.source, bases=bases, axes=tuple(axes), links=tuple(links),
         exclude=exclude, include=include, bench=_bench(data.get("bench") or {}, doc),
         hosts=tuple(data.get("hosts") or ()),
@@ -171,6 +172,11 @@ def parse_sweep(doc: Document, name: str) -> SweepSpec:
         port=data.get("port"), description=data.get("description", ""),
         profile=bool(data.get("profile", False)),
     )
+    problem = too_many_points(grid_size(spec))
+    if problem:  # counted, never expanded: said before a plan is built
+        raise doc.error(("grid",) if grid else ("base",), problem,
+                        hint="split it into several sweeps, or link or exclude values")
+    return spec
 
 
 def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,

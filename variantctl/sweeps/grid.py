@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
 from variantctl.sweeps.model import Axis, GridKey, GridPoint, GridValue, SweepSpec
+
+#: the most points a sweep may have (each one launches a server and benchmarks it: far
+#: more than a sweep can run, and what a plan can hold in memory)
+MAX_POINTS = 100_000
 
 
 def _groups(axes: Sequence[Axis], links: Sequence[Sequence[GridKey]]) -> list[list[Axis]]:
@@ -58,10 +65,32 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
+def grid_size(spec: SweepSpec) -> int:
+    """How many points :func:`expand` would produce before exclusions, counted without
+    expanding anything (a 10⁹-point grid is arithmetic here, not a list)."""
+    grid_bases = spec.bases if spec.axes or not spec.include else ()
+    widths = [len(group[0].values) for group in _groups(spec.axes, spec.links)]
+    extra = sum(1 if "base" in rule else len(spec.bases) for rule in spec.include)
+    return len(grid_bases) * math.prod(widths) + extra
+
+
+def too_many_points(count: int) -> str | None:
+    """Why a sweep of ``count`` points is refused, or None."""
+    if count <= MAX_POINTS:
+        return None
+    return (f"the sweep has {count:,} points (bases × grid values + includes), more than "
+            f"the {MAX_POINTS:,} a sweep may have")
+
+
 def expand(spec: SweepSpec) -> tuple[GridPoint, ...]:
     """Every point of the sweep, numbered from 1 in a stable order: bases outer, then
     the grid in file order (last axis fastest), then the includes. Without a grid a
-    sweep is its bases, unless it has includes: then only those."""
+    sweep is its bases, unless it has includes: then only those. A grid larger than
+    :data:`MAX_POINTS` is refused (counted first, never materialised)."""
+    problem = too_many_points(grid_size(spec))
+    if problem:
+        raise VariantctlError(f"{spec.source}: {problem}", exit_code=ExitCode.USAGE,
+                              hint="split it into several sweeps, or link or exclude values")
     raw: list[tuple[str, dict[GridKey, GridValue]]] = []
     # no grid but includes: just those points (an empty grid alone is the base itself)
     grid_bases = spec.bases if spec.axes or not spec.include else ()
