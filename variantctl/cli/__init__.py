@@ -212,7 +212,10 @@ def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
     """
     if JSON_OUTPUT.get():
         _print_json_error(env, exc.to_json())
-    _echo_err(env, f"error: {exc.message}")
+    from variantctl.logs.bounded import visible_lines
+
+    # a message may quote a server or a log (an error body, a model id): filtered
+    _echo_err(env, f"error: {visible_lines(exc.message)}")
     if exc.hint:
-        _echo_err(env, f"hint: {exc.hint}")
+        _echo_err(env, f"hint: {visible_lines(exc.hint)}")
     return exc.exit_code

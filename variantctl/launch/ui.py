@@ -15,6 +15,7 @@ from variantctl.env import Environment
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
+from variantctl.logs.bounded import visible, visible_lines
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
@@ -37,12 +38,14 @@ class ConsoleUI:
         self.close()
         if not self.as_json:
             for line in verdict_lines(result):
-                self.env.stdout.print(line, markup=False, highlight=False, soft_wrap=True)
+                self.env.stdout.print(visible_lines(line), markup=False, highlight=False,
+                                      soft_wrap=True)
             self.shown_verdict = True
 
     def note(self, text: str) -> None:
         if not self.quiet:
-            self.env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.env.stderr.print(visible_lines(text), markup=False, highlight=False,
+                                  soft_wrap=True)
 
     def progress(self, progress: Progress) -> None:
         if self.quiet:
@@ -74,7 +77,7 @@ def progress_markup(progress: Progress, width: int) -> str:
 
     phase = progress.phase or "starting"
     room = max(10, width - len(phase) - 14)
-    last = _ANSI.sub("", progress.last_line).strip()[:room]
+    last = visible(_ANSI.sub("", progress.last_line).strip())[:room]
     return f"[bold]{escape(phase)}[/] {progress.elapsed:5.1f}s  [dim]{escape(last)}[/]"
 
 

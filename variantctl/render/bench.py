@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, text
 
 if TYPE_CHECKING:
@@ -239,8 +240,9 @@ def result_blocks(results: Sequence[tuple[str, BenchResult]]) -> list[Block]:
     out: list[Block] = []
 
     def line(text_: str, *, wrap: bool = False) -> None:
-        out.append(text(text_) if not wrap else Block(text_, markup=False, highlight=False,
-                                                       soft_wrap=True))
+        # a model id, an error kind or a warning can quote the server: filtered
+        out.append(text(text_) if not wrap else Block(visible(text_), markup=False,
+                                                       highlight=False, soft_wrap=True))
 
     for label, res in results:
         t = res.target
@@ -284,8 +286,7 @@ def death_blocks(death: Any) -> list[Block]:
         out.append(text(f"hint: {death.remediation}", err=True))
     if death.tail:
         out.append(text(f"last lines of {death.log}:", err=True))
-        out += [Block(f"  | {line}", err=True, markup=False, highlight=False, soft_wrap=True)
-                for line in death.tail]
+        out += [text(f"  | {line}", err=True) for line in death.tail]
     return out
 
 

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from variantctl.logs.bounded import visible_lines
+
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
@@ -32,8 +34,12 @@ class Block:
 
 
 def text(line: str, *, err: bool = False) -> Block:
-    """A literal line: no markup, no highlighting, never folded (paths, log excerpts)."""
-    return Block(line, err=err, markup=False, highlight=False, soft_wrap=True)
+    """A literal line: no markup, no highlighting, never folded (paths, log excerpts).
+
+    Literal lines carry what servers and logs said (a model id, a log line, an error
+    body): control characters are shown as ``\\xNN`` (:func:`visible_lines`, the one
+    filter) so that an escape sequence in them never reaches the terminal raw."""
+    return Block(visible_lines(line), err=err, markup=False, highlight=False, soft_wrap=True)
 
 
 def rich_line(line: str, *, err: bool = False) -> Block:
@@ -44,9 +50,10 @@ def rich_line(line: str, *, err: bool = False) -> Block:
 def error_lines(message: str, hint: str | None) -> list[Block]:
     """``error: …`` and ``hint: …`` on stderr: the one form of every error line."""
     # as cli.report_error prints the error that ends a command (folded like it)
-    out = [Block(f"error: {message}", err=True, markup=False, highlight=False)]
+    out = [Block(f"error: {visible_lines(message)}", err=True, markup=False, highlight=False)]
     if hint:
-        out.append(Block(f"hint: {hint}", err=True, markup=False, highlight=False))
+        out.append(Block(f"hint: {visible_lines(hint)}", err=True, markup=False,
+                         highlight=False))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from variantctl.logs.bounded import visible
 from variantctl.runs.run import RunFileError, RunRecord
 from variantctl.runs.store import RunDir
 
@@ -39,23 +40,25 @@ def summary_json(d: RunDir, rec: RunRecord | RunFileError) -> dict[str, Any]:
 
 def runs_table(rows: Sequence[dict[str, Any]]) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("RUN", "DATE", "VARIANT", "HOST", "VERDICT", "READY S", "FACTS"):
         table.add_column(col, no_wrap=col in ("RUN", "DATE"))
     for r in rows:
         if "error" in r:
-            table.add_row(r["run_id"], "", r["variant"], "", "unreadable",
-                          "", r["error"]["message"])
+            table.add_row(*(Text(visible(str(c))) for c in (
+                r["run_id"], "", r["variant"], "", "unreadable", "", r["error"]["message"])))
             continue
         verdict = r["verdict"] + (f" {r['signature']}" if r["signature"] else "")
         if not r["expect_ok"]:
             verdict += " (expect failed)"
         ready = r["time_to_ready_s"]
         facts = ", ".join(f"{k}={v}" for k, v in r["facts"].items())
-        table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["variant"],
-                      str(r["host"] or ""), verdict, "" if ready is None else f"{ready:.1f}",
-                      facts)
+        # every cell is from a stored record, and facts were read from a server's log
+        cells = (r["run_id"], str(r["created_at"])[:19].replace("T", " "), r["variant"],
+                 str(r["host"] or ""), verdict, "" if ready is None else f"{ready:.1f}", facts)
+        table.add_row(*(Text(visible(str(c))) for c in cells))  # text, never markup
     return table
 
 
