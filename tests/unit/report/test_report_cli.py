@@ -138,15 +138,15 @@ def test_a_sweep_by_name_shows_its_points_and_skips(run_cli: Cli, project: Path)
     # a catalog remediation templated on a log's numbers is not shown unfilled
     assert "{model_len}" not in md
     assert "| cpu-eager@cpu-smoke-03 | predicted by batched-tokens | " \
-           "batched-tokens-below-model-len | max-num-batched-tokens 64 < max-model-len 512 |" \
-           in md
+           "batched-tokens-below-model-len | max-num-batched-tokens 64 &lt; max-model-len 512 |" \
+           in md  # "<" as an entity: the Markdown is inert (it renders as "<")
     # a history skip carries the evidence and fix of the run that failed before
     assert ("| cpu-eager@cpu-smoke-04 | skipped: failed before (cccccccccc-1) | "
             "batched-tokens-below-model-len | log:17: ValueError: max_num_batched_tokens (64) "
             "is smaller than max_model_len (512). | raise --max-num-batched-tokens |") in md
     assert "| cpu-eager@cpu-smoke-05 | interrupted | – | Ctrl-C |" in md
     assert ("cpu-eager@cpu-smoke-06: a stop rule ended the ladder at c=2 (random): "
-            "success 75 % < 100 %") in md
+            "success 75 % &lt; 100 %") in md
     # the same file by path
     res = run_cli(["report", str(project / "runs" / "sweeps" / "cpu-smoke.json"), "--out",
                    str(project / "rep2")], project=project)
