@@ -6,22 +6,25 @@ worklog as it is, the way the seeds kept theirs.
 
 from __future__ import annotations
 
+import re
+
 from variantctl.logs.bounded import visible_lines
 from variantctl.report.build import ReportDoc
 from variantctl.report.tables import Table
 
 #: what Markdown renderers act on in text: raw HTML (``<script>``, ``<img onerror>``,
-#: entities) and link/image brackets (``[x](javascript:…)``); a backslash too, so the
-#: escapes added stay escapes
-_MD_ESCAPES = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;",
-                             "[": "\\[", "]": "\\]"})
+#: entities); a backslash too, so that the escapes added stay escapes
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;"})
+#: the ``]`` that makes a link or an image (``[x](javascript:…)``, ``[x][ref]``,
+#: ``[ref]: url``); brackets elsewhere (``levels[0]``) stay as they are
+_LINK_CLOSE = re.compile(r"\](?=[(\[:])")
 
 
 def md_text(text: str) -> str:
     """Text from runs, logs and files as inert Markdown: HTML and links escaped, control
     characters shown as ``\\xNN`` (the one filter, :func:`visible_lines`). The report
     is opened in viewers that render raw HTML: a log excerpt must stay text there."""
-    return visible_lines(text).translate(_MD_ESCAPES)
+    return _LINK_CLOSE.sub(r"\\]", visible_lines(text).translate(_MD_ESCAPES))
 
 
 def _cell(text: str) -> str:

@@ -33,13 +33,18 @@ def test_every_text_of_a_document_is_escaped() -> None:
     md = render_markdown(doc)
     assert_inert(md)
     assert "# T &lt;script&gt;alert(1)&lt;/script&gt;" in md
-    assert "\\[click\\](javascript:alert(3))" in md
+    assert "[click\\](javascript:alert(3))" in md
     assert "&amp;amp;" in md  # an entity in the text stays text, not a character
-    assert "| &lt;script&gt;alert(1)&lt;/script&gt; | a\\|b \\[click\\]" in md
+    assert "| &lt;script&gt;alert(1)&lt;/script&gt; | a\\|b [click\\]" in md
 
 
 def test_control_characters_are_made_visible() -> None:
-    assert md_text("a\x1b]0;t\x07b\\c") == "a\\\\x1b\\]0;t\\\\x07b\\\\c"
+    assert md_text("a\x1b]0;t\x07b\\c") == "a\\\\x1b]0;t\\\\x07b\\\\c"
+
+
+def test_brackets_that_make_no_link_stay() -> None:
+    assert md_text("levels[0].metrics [note]") == "levels[0].metrics [note]"
+    assert md_text("[a][r] [r]: javascript:x ![i](s)") == "[a\\][r] [r\\]: javascript:x ![i\\](s)"
 
 
 def test_a_report_of_hostile_runs_writes_no_live_html(run_cli: Cli, tmp_path: Path) -> None:
