@@ -16,7 +16,9 @@ Token counts are known: ``completion_tokens`` = ``max_tokens`` (or ``--tokens``)
 prompts can be built against it. ``GET /timings`` returns (and forgets) what really
 happened per streamed request: its arrival and every token chunk's write time.
 Faults: ``--fail-every N`` answers every Nth request with HTTP 500; ``--die-after N``
-exits the process after N requests have started.
+exits the process after N requests have started. ``--request-log FILE`` appends one
+line per request, in arrival order (``METHOD PATH``, and a completion's
+``max_tokens`` and prompt), so two clients can be compared request for request.
 
 HOSTILE modes (``--hostile MODE``, issue 19: a server that is broken or malicious, to
 show that the client counts, bounds and filters what it gets — no real server does
@@ -121,6 +123,16 @@ class Server:
         finally:
             writer.close()
 
+    def log_request(self, method: str, path: str, body: bytes) -> None:
+        line = f"{method} {path}"
+        if method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
+            req = json.loads(body)
+            prompt = chat_text(req["messages"]) if "messages" in req else req.get("prompt")
+            line += (f" max_tokens={req.get('max_completion_tokens') or req.get('max_tokens')}"
+                     f" prompt={json.dumps(prompt)}")
+        with open(self.args.request_log, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
     def send_json(self, writer: asyncio.StreamWriter, status: int, obj: Any) -> None:
         data = json.dumps(obj).encode()
         reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "X")
@@ -147,6 +159,8 @@ class Server:
 
     async def route(self, method: str, path: str, body: bytes, arrived: float,
                     writer: asyncio.StreamWriter) -> bool:
+        if self.args.request_log:
+            self.log_request(method, path, body)
         hostile = self.args.hostile
         if path == "/hostile-stats":
             self.send_json(writer, 200, {"bytes": self.hostile_bytes,
@@ -286,6 +300,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="--hostile redirect: where to")
     p.add_argument("--exit-after-log", action="store_true",
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
+    p.add_argument("--request-log", default="", help="append each request to this file")
     return p.parse_args(argv)
 
 

@@ -6,11 +6,16 @@ and the exit code):
 - :func:`find_server` — the running server record of a variant on its host,
   with a clear error naming the variant, the host and its state when it is not
   running or not ready;
-- :func:`measure` — for each level of the ladder (and each ``--repeat``): the
-  warm-up, then the level with the GPU sampler (a thread querying the host's
-  monitor through the Target) and the ``/metrics`` scraper (a task on the same
-  event loop) beside it, and a watchdog that stops the level when the server
-  process dies (partial results kept, the log classified);
+- :func:`measure` — the ladder: the model probe, the GPU-monitor lookup and the
+  prompts once, then for each level (and each ``--repeat``) the caller's
+  :class:`LadderHooks` ``before_level`` (the prefix-cache policy, progress), the
+  warm-up, the level with the GPU sampler (a thread querying the host's monitor
+  through the Target) and the ``/metrics`` scraper (a task on the same event loop)
+  beside it, a watchdog that stops the level when the server process dies (partial
+  results kept, the log classified), and ``after_level`` (stop rules). ``bench``
+  runs it with :class:`ColdLevels`; a sweep runs the very same ladder with its own
+  hooks built on :class:`ColdLevels` (sweeps/executor.py), so a number from either
+  means the same thing;
 - :func:`store_result` — ``bench-<stamp>.json`` in the launch's archived run.
 
 Ctrl-C stops the level in progress (the runner returns what finished, marked
@@ -25,10 +30,12 @@ import dataclasses
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from variantctl.bench.gpu import GpuSampler, GpuSummary, find_monitor, not_available
@@ -66,6 +73,60 @@ class ServerDeath:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"tail": list(self.tail)}
+
+
+@dataclass(frozen=True)
+class LevelStep:
+    """Where the ladder is: the ``index``-th level it runs (0-based, over every repeat,
+    in ladder order: repeats × levels), at ``concurrency``, in repeat ``repeat``."""
+
+    index: int
+    concurrency: int
+    repeat: int
+    base_url: str
+
+
+class LadderHooks(Protocol):
+    """What the caller of a ladder decides between its levels (called from a worker
+    thread: blocking I/O is fine). An exception raised by a hook ends the ladder and
+    propagates out of :func:`measure`."""
+
+    def before_level(self, step: LevelStep) -> None:
+        """Before the level's warm-up: the cache policy, progress."""
+
+    def after_level(self, step: LevelStep, level: LevelResult) -> str | None:
+        """After a level that ended normally (not by a death or a stop): a reason to
+        stop the ladder here (the levels left are not run), else None."""
+
+
+def reset_prefix_cache(base_url: str) -> bool:
+    """``POST /reset_prefix_cache`` (vLLM's dev endpoint): True when the server did it;
+    a server without it (404/405) is fine, the next level just starts warm."""
+    req = urllib.request.Request(f"{base_url}/reset_prefix_cache", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return bool(200 <= resp.status < 300)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class ColdLevels:
+    """The one cache policy of a ladder, ``bench``'s and a sweep's alike: the server's
+    prefix cache is reset (``POST /reset_prefix_cache``, where offered) before every
+    level but the first — and before the first too with ``reset_first`` (a server
+    that has served requests already) — so no level is measured on the previous
+    level's cached prefixes. ``resets`` counts the resets the server did."""
+
+    def __init__(self, *, reset_first: bool = False) -> None:
+        self.reset_first = reset_first
+        self.resets = 0
+
+    def before_level(self, step: LevelStep) -> None:
+        if (step.index or self.reset_first) and reset_prefix_cache(step.base_url):
+            self.resets += 1
+
+    def after_level(self, step: LevelStep, level: LevelResult) -> str | None:
+        return None
 
 
 @dataclass
@@ -210,13 +271,17 @@ class Measurement:
     signatures: Catalog | None = None
     #: ``bench --profile``: a variantctl.bench.profile.Collector (marks and reads per level)
     profile: Any = None
+    #: between the levels (None: :class:`ColdLevels`, ``bench``'s policy)
+    hooks: LadderHooks | None = None
 
 
 async def measure(m: Measurement, started_at: str) -> RunOutcome:
-    """Run the whole ladder (repeats × levels, as ``runner.run_ladder`` orders them)."""
+    """Run the whole ladder (repeats × levels, as ``runner.run_ladder`` orders them):
+    model probe, GPU-monitor lookup and prompts once, ``m.hooks`` around each level."""
     from variantctl.bench.runner import DURATION_PROMPTS, prepare, probe, warmup_plan
 
     note = m.on_note or (lambda _text: None)
+    hooks: LadderHooks = m.hooks if m.hooks is not None else ColdLevels()
     model = m.params.model or await probe(m.base_url, 30.0)
     params = m.params if m.params.model else dataclasses.replace(m.params, model=model)
     monitor, why_no_gpu = await asyncio.to_thread(gpu_monitor_for, m.target, m.host)
@@ -229,10 +294,15 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
         # prompts once for the whole ladder (random prompts cost tokenizer round trips)
         prepared = await prepare(m.base_url, params,
                                  params.requests_per_level or DURATION_PROMPTS, model=model)
+        index = 0
+        stopped_by: str | None = None
         for repeat in range(params.repeat):
             for concurrency in params.concurrency:
                 if stop.is_set():
                     break
+                step = LevelStep(index, concurrency, repeat, m.base_url)
+                index += 1
+                await asyncio.to_thread(hooks.before_level, step)
                 warm = None
                 n_warm, c_warm = warmup_plan(params, concurrency)
                 if n_warm:
@@ -263,8 +333,11 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
                 levels.append(level)
                 if death is not None or stop.is_set():
                     break
-            if death is not None or stop.is_set():  # no further repeat either
-                break
+                stopped_by = await asyncio.to_thread(hooks.after_level, step, level)
+                if stopped_by is not None:
+                    break
+            if death is not None or stop.is_set() or stopped_by is not None:
+                break  # no further repeat either
     finally:
         _restore_sigint(loop)
     target_info = BenchTarget(url=m.base_url, variant=m.record.variant if m.record else None,

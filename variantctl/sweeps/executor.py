@@ -15,8 +15,6 @@ import contextlib
 import dataclasses
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
+from variantctl.bench.session import ColdLevels, LevelStep
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.hostmodel import Host
@@ -223,7 +222,7 @@ class TargetPointRunner:
                     for lv in collector.levels[seen:]:  # one ladder per prompt set
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
-                if bench is not None and result.run_dir is not None:
+                if result.run_dir is not None:
                     path = self.ctx.runs.attach_benchmark(result.run_dir, bench, self.ctx.now(),
                                                           death=death)
                     names.append(path.name)
@@ -420,51 +419,63 @@ class TargetPointRunner:
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
                 collector: Collector | None = None, *, resets: list[int],
                 reset_first: bool = False,
-                ) -> tuple[BenchResult | None, float, dict[str, Any] | None, dict[str, Any] | None]:
-        """One prompt set's ladder, level by level (stop rules and prefix-cache resets
-        between levels, and before the first with ``reset_first``; counted in
-        ``resets[0]``). Returns (merged result, measured seconds, stopped early, death)."""
+                ) -> tuple[BenchResult, float, dict[str, Any] | None, dict[str, Any] | None]:
+        """One prompt set's ladder: the same ladder ``bench`` runs (``bench.session.
+        measure``: one model probe, GPU-monitor lookup and prompt preparation), with the
+        sweep's policy in its hooks (:class:`_SweepLevels`: the shared prefix-cache
+        policy, before the first level too with ``reset_first``, counted in
+        ``resets[0]``; phases; stop rules). Returns (result, measured seconds, stopped
+        early, death)."""
         from variantctl.bench.session import Measurement, measure, reach
 
-        levels: list[LevelResult] = []
-        first: BenchResult | None = None
-        measured = 0.0
-        early: dict[str, Any] | None = None
-        death: dict[str, Any] | None = None
         address = launcher_for(self.host).address(self.target, record)
+        hooks = _SweepLevels(self, point, params, reset_first=reset_first)
         with reach(self.target, record.port, address) as base_url:
-            for i, concurrency in enumerate(params.concurrency):
-                if (i or reset_first) and _reset_prefix_cache(base_url):
-                    resets[0] += 1
-                one = dataclasses.replace(params, concurrency=(concurrency,))
-                self.ui.phase(point, "bench", f"{params.prompt} c={concurrency}")
-                m = Measurement(label=point.name, base_url=base_url, params=one,
-                                target=self.target, host=self.host, record=record,
-                                signatures=self.ctx.signatures, profile=collector)
+            m = Measurement(label=point.name, base_url=base_url, params=params,
+                            target=self.target, host=self.host, record=record,
+                            signatures=self.ctx.signatures, profile=collector, hooks=hooks)
+            try:
                 outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
-                first = first or outcome.result
-                for lv in outcome.result.levels:
-                    measured += lv.metrics.duration_s + (lv.warmup.duration_s
-                                                         if lv.warmup else 0.0)
-                levels.extend(outcome.result.levels)
-                if outcome.death is not None:
-                    death = outcome.death.to_json()
-                    break
-                if any(lv.errors for lv in outcome.result.levels):
-                    self._connection_held(concurrency)
-                reason = (stop_reason(self.spec.stop, outcome.result.levels[-1].metrics)
-                          if outcome.result.levels else "no level was measured")
-                if reason is not None:
-                    early = {"prompt": params.prompt, "concurrency": concurrency,
-                             "reason": reason}
-                    break
-        if first is None:
-            return None, measured, early, death
-        done = tuple(lv.concurrency for lv in levels)
-        merged = BenchResult(params=dataclasses.replace(first.params, concurrency=tuple(
-            dict.fromkeys(done)) or params.concurrency), target=first.target,
-            started_at=first.started_at, levels=tuple(levels))
-        return merged, measured, early, death
+            finally:
+                resets[0] += hooks.resets
+        result = outcome.result
+        measured = sum(lv.metrics.duration_s + (lv.warmup.duration_s if lv.warmup else 0.0)
+                       for lv in result.levels)
+        death = outcome.death.to_json() if outcome.death is not None else None
+        early = hooks.early
+        if early is None and death is None and not result.levels:
+            early = {"prompt": params.prompt, "concurrency": params.concurrency[0],
+                     "reason": "no level was measured"}
+        # the stored ladder lists the levels it measured (a stop rule ends it early)
+        done = tuple(dict.fromkeys(lv.concurrency for lv in result.levels))
+        result = dataclasses.replace(result, params=dataclasses.replace(
+            result.params, concurrency=done or params.concurrency))
+        return result, measured, early, death
+
+
+class _SweepLevels(ColdLevels):
+    """A sweep's policy between the levels of a ladder: ``bench``'s cache policy
+    (:class:`ColdLevels`), the point's phase in the state, and after a level: a
+    connection that dropped under failed requests raises, the stop rules end it."""
+
+    def __init__(self, runner: TargetPointRunner, point: PlannedPoint, params: BenchParams,
+                 *, reset_first: bool) -> None:
+        super().__init__(reset_first=reset_first)
+        self.runner, self.point, self.params = runner, point, params
+        self.early: dict[str, Any] | None = None
+
+    def before_level(self, step: LevelStep) -> None:
+        super().before_level(step)
+        self.runner.ui.phase(self.point, "bench", f"{self.params.prompt} c={step.concurrency}")
+
+    def after_level(self, step: LevelStep, level: LevelResult) -> str | None:
+        if level.errors:
+            self.runner._connection_held(step.concurrency)
+        reason = stop_reason(self.runner.spec.stop, level.metrics)
+        if reason is not None:
+            self.early = {"prompt": self.params.prompt, "concurrency": step.concurrency,
+                          "reason": reason}
+        return reason
 
 
 def _outcome_of(result: LaunchResult) -> PointOutcome:
@@ -492,17 +503,6 @@ def _run_guarded(coro: Any, stop: threading.Event) -> Any:
         return task.result()
 
     return asyncio.run(guarded())
-
-
-def _reset_prefix_cache(base_url: str) -> bool:
-    """``POST /reset_prefix_cache`` (vLLM's dev endpoint): True when the server did it;
-    a server without it (404/405) is fine, the next level just starts warm."""
-    req = urllib.request.Request(f"{base_url}/reset_prefix_cache", data=b"", method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return bool(200 <= resp.status < 300)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 # -- the sweep ---------------------------------------------------------------------
