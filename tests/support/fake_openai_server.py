@@ -22,7 +22,8 @@ line per request, in arrival order (``METHOD PATH``, and a completion's
 
 HOSTILE modes (``--hostile MODE``, issue 19: a server that is broken or malicious, to
 show that the client counts, bounds and filters what it gets — no real server does
-this): ``bad-usage`` (``usage.completion_tokens: "lots"``), ``deep-json`` (an event
+this): ``bad-usage`` (``usage.completion_tokens: "lots"``), ``bad-tokenize``
+(``/tokenize`` answers ``{"tokens": "lots"}``), ``deep-json`` (an event
 nested 100,000 levels deep), ``endless-event`` (one SSE event that never ends),
 ``huge-error`` (HTTP 500 with a 256 MiB body), ``huge-metrics`` (a ``/metrics`` page
 that never ends), ``redirect`` (every route answers 307 to ``--redirect-to``),
@@ -169,7 +170,7 @@ class Server:
             return True
         self.requests += 1
         if hostile == "redirect":
-            writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+            writer.write(f"HTTP/1.1 {self.args.redirect_code} Redirect\r\nLocation: "
                          f"{self.args.redirect_to}{path}\r\nContent-Length: 0\r\n\r\n".encode())
             await writer.drain()
             return True
@@ -185,6 +186,8 @@ class Server:
             self.timings = []
         elif method == "GET" and path == "/health":
             self.send_json(writer, 200, {})
+        elif method == "POST" and path == "/tokenize" and hostile == "bad-tokenize":
+            self.send_json(writer, 200, {"count": "many", "tokens": "lots"})
         elif method == "POST" and path == "/tokenize":
             req = json.loads(body)
             if "messages" in req:
@@ -293,11 +296,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--reasoning-tokens", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
     p.add_argument("--die-after", type=int, default=0)
-    p.add_argument("--hostile", choices=["bad-usage", "deep-json", "endless-event",
+    p.add_argument("--hostile", choices=["bad-usage", "bad-tokenize", "deep-json",
+                                         "endless-event",
                                          "huge-error", "huge-metrics", "redirect", "escapes"],
                    help="HOSTILE behaviour (see the module docstring)")
     p.add_argument("--redirect-to", default="http://elsewhere.invalid:9",
                    help="--hostile redirect: where to")
+    p.add_argument("--redirect-code", type=int, default=307, help="--hostile redirect: 3xx")
     p.add_argument("--exit-after-log", action="store_true",
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
     p.add_argument("--request-log", default="", help="append each request to this file")

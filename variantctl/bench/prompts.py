@@ -158,18 +158,32 @@ class Tokenizer:
                                   exit_code=ExitCode.FAILED)
         return data
 
+    def _field(self, path: str, data: dict[str, Any], key: str, ok: bool) -> Any:
+        """``data[key]`` when ``ok`` says it has the expected type, else an error naming
+        the field (a server's answer is untrusted)."""
+        if not ok:
+            raise VariantctlError(
+                f"{self._base}{path}: the answer's {key!r} is missing or not what vLLM "
+                "sends", exit_code=ExitCode.FAILED)
+        return data[key]
+
     async def encode(self, text: str, *, special: bool) -> list[int]:
         data = await self._post("/tokenize", {"prompt": text, "add_special_tokens": special})
-        return [int(t) for t in data["tokens"]]
+        tokens = data.get("tokens")
+        return list(self._field("/tokenize", data, "tokens", isinstance(tokens, list) and all(
+            isinstance(t, int) and not isinstance(t, bool) for t in tokens)))
 
     async def count_chat(self, messages: list[dict[str, Any]]) -> int:
         data = await self._post("/tokenize", {"messages": messages,
                                               "add_generation_prompt": True})
-        return int(data["count"])
+        count = data.get("count")
+        return int(self._field("/tokenize", data, "count", isinstance(count, int)
+                               and not isinstance(count, bool) and count >= 0))
 
     async def decode(self, ids: list[int]) -> str:
         data = await self._post("/detokenize", {"tokens": ids})
-        return str(data["prompt"])
+        return str(self._field("/detokenize", data, "prompt",
+                               isinstance(data.get("prompt"), str)))
 
 
 async def random_prompts(

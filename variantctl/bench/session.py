@@ -99,12 +99,20 @@ class LadderHooks(Protocol):
         stop the ladder here (the levels left are not run), else None."""
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """The server is not trusted: a 3xx is its answer, never followed elsewhere."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 def reset_prefix_cache(base_url: str) -> bool:
     """``POST /reset_prefix_cache`` (vLLM's dev endpoint): True when the server did it;
-    a server without it (404/405) is fine, the next level just starts warm."""
+    a server without it (404/405) is fine, the next level just starts warm. A redirect
+    is not followed (it counts as not done)."""
     req = urllib.request.Request(f"{base_url}/reset_prefix_cache", data=b"", method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.build_opener(_NoRedirect).open(req, timeout=10) as resp:
             return bool(200 <= resp.status < 300)
     except (urllib.error.URLError, OSError, ValueError):
         return False

@@ -55,12 +55,17 @@ def metrics_table(c: Comparison) -> Any:
 
 def changes_table(c: Comparison) -> Any:
     from rich.table import Table
+    from rich.text import Text
+
+    from variantctl.logs.bounded import visible
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("GROUP", "SETTING", "A", "B"):
         table.add_column(col, overflow="fold")
     for ch in c.changes:
-        table.add_row(ch.group, ch.key, format_value(ch.a), format_value(ch.b))
+        # values come from runs and their servers' logs: text through the one filter
+        table.add_row(*(Text(visible(str(v))) for v in (
+            ch.group, ch.key, format_value(ch.a), format_value(ch.b))))
     return table
 
 

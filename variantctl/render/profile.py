@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
+
+from variantctl.logs.bounded import visible
+
+
+def escape(text: str) -> str:
+    """Point names come from files the patched server wrote: control characters made
+    visible (the one filter), then rich markup escaped."""
+    return _markup_escape(visible(text))
 
 
 def _ms(v: float | None) -> str:

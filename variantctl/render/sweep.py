@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from variantctl.render.output import Block, text
+from variantctl.logs.bounded import visible
+from variantctl.render.output import Block, error_lines, text
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
 
@@ -84,6 +85,7 @@ def progress_line(host: str, i: int, n: int, point: PlannedPoint, phase: str, de
 
 def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S", "NOTE"):
@@ -101,8 +103,10 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
             note = (note + "; " if note else "") + f"stopped: {e['stopped_early']['reason']}"
         if e.get("resumed"):
             note = (note + "; " if note else "") + "from an earlier run"
-        table.add_row(str(e["index"]), e["name"], e["host"], e["status"], e.get("run_id") or "",
-                      _num(t.get("time_to_ready_s")), _num(t.get("bench_s")), note)
+        cells = (e["index"], e["name"], e["host"], e["status"], e.get("run_id") or "",
+                 _num(t.get("time_to_ready_s")), _num(t.get("bench_s")), note)
+        # read from the state file; notes quote servers' logs: text, filtered
+        table.add_row(*(Text(visible(str(c))) for c in cells))
     counts: dict[str, int] = {}
     for e in doc.get("points", ()):
         counts[e["status"]] = counts.get(e["status"], 0) + 1
@@ -118,8 +122,5 @@ def _num(value: Any) -> str:
 def host_error_blocks(errors: Sequence[tuple[str, Any]]) -> list[Block]:
     out = []
     for host, exc in errors:
-        out.append(Block(f"error: {host}: {exc.message}", err=True, markup=False,
-                         highlight=False))
-        if exc.hint:
-            out.append(Block(f"hint: {exc.hint}", err=True, markup=False, highlight=False))
+        out += error_lines(f"{host}: {exc.message}", exc.hint)
     return out

@@ -154,3 +154,24 @@ def test_credentials_in_a_redirect_target_are_not_repeated() -> None:
         level = level_of(url, requests=1, model="fake-model")
     detail = level.requests[0].error_detail or ""
     assert "hunter2" not in detail and "http://***@elsewhere.invalid:9" in detail
+
+
+def test_a_tokenizer_answer_of_the_wrong_shape_is_an_error_naming_the_field() -> None:
+    params = BenchParams(prompt="random", input_len=16, output_len=4, requests=2,
+                         warmup="off")
+    with spawn("--fast", "--hostile", "bad-tokenize") as url, \
+            pytest.raises(VariantctlError) as exc:
+        asyncio.run(runner.prepare(url, params, 2, model="fake-model"))
+    assert exc.value.exit_code == ExitCode.FAILED
+    assert exc.value.message == (f"{url}/tokenize: the answer's 'tokens' is missing or not "
+                                 "what vLLM sends")
+
+
+def test_the_prefix_cache_reset_follows_no_redirect() -> None:
+    from variantctl.bench.session import reset_prefix_cache
+
+    # a 302 is what urllib would follow (as a GET, to wherever it points)
+    with spawn("--fast") as other, spawn("--hostile", "redirect", "--redirect-code", "302",
+                                         "--redirect-to", other) as url:
+        assert reset_prefix_cache(url) is False
+        assert stats(other)["requests"] == 0

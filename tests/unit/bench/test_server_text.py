@@ -1,6 +1,7 @@
 """What a server says reaches the terminal through the one control-character filter
 (issue 19 item 8): a model id and log lines holding OSC/CSI escapes, in ``bench``,
-``launch`` and ``runs show``.
+``launch`` and ``runs show`` — and the siblings: ``compare`` (facts from logs), the
+sweep result table, profile tables (names from files the server wrote), host errors.
 
 The server is the HOSTILE mode ``escapes`` of tests/support/fake_openai_server.py (a
 labelled test double): its model id and a log line carry a window-title OSC, a
@@ -9,9 +10,11 @@ clear-screen CSI, a colour and a C1 CSI.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +22,12 @@ from tests.conftest import CliResult
 from tests.support.bench_project import FAKE_OPENAI, make_bench_project
 from tests.support.fake_openai_server import spawn
 from tests.support.sshd import free_port
+from tests.unit.report.builders import record, store_run
+from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.render.profile import breakdown_tables
+from variantctl.render.sweep import host_error_blocks, result_blocks
+from variantctl.runs.store import RunStore
 
 Run = Callable[..., CliResult]
 RAW = ("\x1b", "\x07", "\x9b")
@@ -69,3 +77,41 @@ def test_launch_and_runs_show_print_log_lines_filtered(run_cli: Run, project: Pa
     assert res.code == 0, res.output
     assert_filtered(res.output)
     assert "log:2: INFO loading \\x1b]0;pwned" in res.stdout
+
+
+ESC_TEXT = "x\x1b]0;pwned\x07\x1b[2J"
+
+
+def printed(blocks: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=300, record=True, color_system=None, file=io.StringIO())
+    for b in blocks:
+        body = getattr(b, "body", b)
+        console.print(body, markup=getattr(b, "markup", None),
+                      highlight=getattr(b, "highlight", None))
+    return console.export_text()
+
+
+def test_compare_prints_stored_facts_filtered(run_cli: Run, tmp_path: Path) -> None:
+    project = tmp_path / "cmp"
+    (project / "variants").mkdir(parents=True)
+    store = RunStore(project / "runs")
+    store_run(store, record("aaaaaaaaaa-1", "a", facts={"vllm_version": "0.32.0"}))
+    store_run(store, record("bbbbbbbbbb-1", "b", facts={"vllm_version": ESC_TEXT}))
+    res = run_cli(["compare", "aaaaaaaaaa-1", "bbbbbbbbbb-1"], project=project)
+    assert res.code == 0, res.output
+    assert_filtered(res.output)
+
+
+def test_sweep_results_profile_tables_and_host_errors_are_filtered() -> None:
+    doc = {"sweep": "s", "status": "done", "points": [
+        {"index": 1, "name": "a@s-01", "host": "local", "status": "failed",
+         "message": f"log says {ESC_TEXT}"}]}
+    profile = {"level": "c=1", "events": 1, "points": [
+        {"name": f"step {ESC_TEXT}", "parent": None, "calls": 1, "total_s": 1.0,
+         "mean_ms": 1.0, "p50_ms": 1.0, "p99_ms": 1.0}]}
+    error = VariantctlError(f"ssh said {ESC_TEXT}", hint=ESC_TEXT)
+    for blocks in (result_blocks(doc, "/x/s.json"), breakdown_tables("v", [profile]),
+                   host_error_blocks([("gpu1", error)])):
+        assert_filtered(printed(blocks))
