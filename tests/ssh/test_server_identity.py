@@ -124,3 +124,16 @@ def test_sweep_leftover_stop_leaves_a_reused_pid_alone(
     assert list_records(target, layout) == []
     assert notes == [f"h1: cpu-eager@t-01: the recorded server is gone (pid {bystander.pid} "
                      "now belongs to 'sleep 300'); record removed, nothing signalled"]
+
+
+def test_replace_never_signals_a_pid_it_cannot_verify(
+        run_cli, project: Path, bystander: subprocess.Popen[bytes]) -> None:  # type: ignore[no-untyped-def]
+    record_file, rec = _launch_and_lose(run_cli, project, "local")
+    old = {k: v for k, v in rec.items() if k not in ("boot_id", "proc_start", "project")}
+    record_file.write_text(json.dumps({**old, "pid": bystander.pid}))
+    res = run_cli(["launch", "fake-healthy", "--host", "local", "--port", str(free_port()),
+                   "--replace"], project=project)
+    assert res.code == ExitCode.FAILED, res.output
+    assert (f"pid {bystander.pid} now belongs to 'sleep 300', which cannot be verified as "
+            "the server; nothing signalled" in res.stderr), res.stderr
+    assert _alive(bystander) and record_file.exists()

@@ -289,6 +289,14 @@ def _clear_the_way(
 def _stop_or_fail(target: Target, host: Host, layout: HostLayout, record: ServerRecord,
                   grace: float) -> None:
     outcome = launcher_for(host).stop(target, layout, record, grace=grace)
+    occupant = outcome.result.occupant
+    if occupant is not None and not occupant.foreign:
+        raise VariantctlError(
+            f"could not stop {record.variant} (pid {record.pid}): its record has no process "
+            f"identity and {occupant.describe()}, which cannot be verified as the server; "
+            "nothing signalled",
+            hint=f"if it is the server: kill -TERM -- -{record.pid} on {host.name}, then "
+            "launch again", exit_code=ExitCode.FAILED)
     if not outcome.ok:
         raise VariantctlError(
             f"could not stop {record.variant} (pid {record.pid}): "
