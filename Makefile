@@ -45,8 +45,16 @@ typecheck: venv
 unit: venv
 	$(VENV)/bin/pytest -m "not ssh and not vllm and not slurm" -q
 
-test: venv vllm sshd slurm chromium lint typecheck
-	$(VENV)/bin/pytest -q
+# Each step's time at the end; pytest itself prints the time and real vLLM server
+# starts per tier (tests/support/suiteclock.py).
+test: venv
+	@set -e; t0=$$(date +%s); \
+	$(MAKE) --no-print-directory vllm sshd slurm chromium; t1=$$(date +%s); \
+	$(MAKE) --no-print-directory lint typecheck; t2=$$(date +%s); \
+	rc=0; $(VENV)/bin/pytest -q || rc=$$?; t3=$$(date +%s); \
+	echo "make test: set-up $$((t1-t0))s, ruff + mypy $$((t2-t1))s, pytest $$((t3-t2))s" \
+	     "(per tier above), in all $$((t3-t0))s"; \
+	exit $$rc
 
 demo: venv vllm
 	$(VENV)/bin/python scripts/demo.py

@@ -18,6 +18,9 @@ from rich.console import Console
 from variantctl.cli import run
 from variantctl.env import Environment
 
+#: per-tier time and real vLLM server starts, printed at the end of every run
+pytest_plugins = ("tests.support.suiteclock",)
+
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("VARIANTCTL_CACHE", Path.home() / ".cache" / "variantctl"))
 
