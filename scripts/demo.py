@@ -80,16 +80,23 @@ def make_corex_roots(work: Path = WORK) -> list[Path]:
 class Demo:
     """Runs variantctl steps with the repo as project and shared environment."""
 
+    #: The steps write to the demo's own stdout: on a terminal they show colour and live
+    #: progress by themselves; in a pipe or a CI log (no FORCE_COLOR, which would make
+    #: rich redraw a spinner into the log) plain lines, one per launch phase and level.
+    tty: bool = field(default_factory=sys.stdout.isatty)
     env: dict[str, str] = field(default_factory=lambda: dict(
-        os.environ, VARIANTCTL_PROJECT=str(REPO), FORCE_COLOR="1", COLUMNS="120"))
+        os.environ, VARIANTCTL_PROJECT=str(REPO), COLUMNS="120"))
+
+    def _style(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.tty else text
 
     def section(self, title: str) -> None:
-        print(f"\n\033[1;34m== {title}\033[0m", flush=True)
+        print("\n" + self._style("1;34", f"== {title}"), flush=True)
 
     def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> int:
         """Run one CLI step, show it, and stop the demo on an unexpected exit code."""
         shown = " ".join(a if " " not in a else repr(a) for a in args)
-        print(f"\033[1m$ variantctl {shown}\033[0m", flush=True)
+        print(self._style("1", f"$ variantctl {shown}"), flush=True)
         proc = subprocess.run([sys.executable, "-m", "variantctl", *args], env=self.env,
                               cwd=REPO, check=False)
         print(f"(exit code {proc.returncode})", flush=True)

@@ -62,6 +62,19 @@ def _make_console(stream: object) -> Console:
     return Console(file=stream, width=width, soft_wrap=False)  # type: ignore[arg-type]
 
 
+def redraws(console: Console) -> bool:
+    """Whether progress may redraw in place on ``console``: only on a real terminal.
+
+    ``FORCE_COLOR`` (CI systems set it, so do people piping into ``less -R``) makes rich
+    treat any stream as a terminal. Colour in a pipe is harmless; a spinner redrawn
+    there writes every frame into the log as one endless line.
+    """
+    if not console.is_terminal or console.is_dumb_terminal:
+        return False
+    isatty = getattr(console.file, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
 @dataclass
 class Environment:
     """Everything a command may touch outside its arguments."""

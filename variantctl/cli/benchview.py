@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from variantctl.env import Environment
+from variantctl.env import Environment, redraws
 
 
 class LiveView:
@@ -21,7 +21,7 @@ class LiveView:
         self.last: tuple[str, Any] | None = None
 
     def __enter__(self) -> LiveView:
-        if self.env.stderr.is_terminal:
+        if redraws(self.env.stderr):
             from rich.live import Live
 
             self.live = Live("", console=self.env.stderr, refresh_per_second=4, transient=True)

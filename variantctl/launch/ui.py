@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from variantctl.env import Environment
+from variantctl.env import Environment, redraws
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
@@ -54,7 +54,7 @@ class ConsoleUI:
             self.note(progress.note)
             return
         phase = progress.phase or "starting"
-        if self.env.stderr.is_terminal:
+        if redraws(self.env.stderr):
             text = progress_markup(progress, self.env.stderr.width)
             if self._status is None:
                 self._status = self.env.stderr.status(text)

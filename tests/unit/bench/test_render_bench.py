@@ -84,16 +84,38 @@ def test_two_variants_share_each_table_and_missing_gpus_are_one_line() -> None:
     assert "not available: no nvidia-smi or ixsmi on host h" in out.split("GPU:")[1]
 
 
+class Tty(io.StringIO):
+    """A buffer that says it is a terminal (or, with ``tty=False``, that it is not)."""
+
+    def __init__(self, tty: bool = True):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
 def test_live_progress_on_a_terminal_and_off_one() -> None:
     p = LiveProgress(concurrency=2, done=3, total=8, errors=1, tokens_per_s_now=42.5,
                      elapsed_s=1.25)
-    buf = io.StringIO()
+    buf = Tty()
     env = make_env(None, Path("/nonexistent"))
     env.stderr = Console(file=buf, force_terminal=True, width=100, color_system=None)
     with LiveView(env) as view:
         assert view.live is not None
         view.progress("v", p)
     assert "v c=2: 3/8 done, 1 failed, 42.5 tok/s now, 1.2 s" in buf.getvalue()
+    # FORCE_COLOR makes rich call a pipe a terminal: colour yes, redrawing no — one
+    # line per level, nothing redrawn into the log
+    for forced in (io.StringIO(), Tty(tty=False)):
+        env = make_env(None, Path("/nonexistent"))
+        env.stderr = Console(file=forced, force_terminal=True, width=100)
+        with LiveView(env) as view:
+            assert view.live is None
+            view.progress("v", p)
+            view.note("next level")
+        assert forced.getvalue().splitlines() == ["v c=2: 3/8 done, 1 failed, 1.2 s",
+                                                  "next level"]
     env = make_env(None, Path("/nonexistent"))
     with LiveView(env) as view:
         view.progress("v", p)
