@@ -106,7 +106,7 @@ class LazyGroup(click.Group):
 )
 @click.pass_context
 def cli(ctx: click.Context, project: Path | None) -> None:
-    """Patch, launch and diagnose vLLM server variants on local and SSH hosts."""
+    """Patch, launch and diagnose vLLM server variants on local, SSH and SLURM hosts."""
     # checked when a command starts (common.pass_env), so the error can be JSON
     named_by = None
     if project is not None:

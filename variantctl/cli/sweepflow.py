@@ -20,14 +20,16 @@ if TYPE_CHECKING:
 
 
 def load_plan(project: Project, name: str, *, hosts: str | None, include_predicted: bool,
-              previous: SweepDoc | None) -> Plan:
-    """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere)."""
+              previous: SweepDoc | None, resume: bool = False) -> Plan:
+    """The plan of sweep ``name`` (reads YAML and the run store; connects nowhere);
+    with ``resume``, the points ``previous`` finished are marked done."""
     from variantctl.config.hosts import get_host
     from variantctl.errors import NotFoundError
     from variantctl.launch.core import host_identity
     from variantctl.runs.run import RunFileError
     from variantctl.sweeps.history import History
     from variantctl.sweeps.plan import make_plan
+    from variantctl.sweeps.state import kept_on_resume
 
     spec = project.sweep(name)
     bases = {}
@@ -66,7 +68,9 @@ def load_plan(project: Project, name: str, *, hosts: str | None, include_predict
                      on_hosts=names, known_patchsets=known_patchsets,
                      patchset_fingerprints=fingerprints,
                      history=History.from_records(records), bench_seconds=bench_seconds,
-                     include_predicted=include_predicted)
+                     include_predicted=include_predicted,
+                     done={k: f"{e.status}, run {e.run_id}"
+                           for k, e in kept_on_resume(previous if resume else None).items()})
 
 
 class ProgressPrinter:
@@ -164,7 +168,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
     path = state_path(env.runs_dir, name)
     previous = read_state(path)
     plan = load_plan(project, name, hosts=hosts, include_predicted=include_predicted,
-                     previous=previous)
+                     previous=previous, resume=resume)
     if dry_run:
         if as_json:
             print_json(env, {"plan": plan_json(plan), "dry_run": True})

@@ -44,7 +44,8 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> Any:
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("RUN", "DATE", "VARIANT", "HOST", "VERDICT", "READY S", "FACTS"):
-        table.add_column(col, no_wrap=col in ("RUN", "DATE"))
+        # a verdict and its signature are read whole; the facts wrap to what is left
+        table.add_column(col, no_wrap=col in ("RUN", "DATE", "VERDICT", "READY S"))
     for r in rows:
         if "error" in r:
             table.add_row(*(Text(visible(str(c))) for c in (

@@ -46,7 +46,11 @@ def ps_rows(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
         for st in o.value or []:
             rec = st.record
             rows.append({
-                "host": o.host.name,
+                # the host it was launched on (``cpu``), which may share its work
+                # directory with the one asked (``local``, the default)
+                "host": rec.host or o.host.name,
+                **({"listed_by": o.host.name} if rec.host and rec.host != o.host.name
+                   else {}),
                 "variant": rec.variant,
                 "pid": rec.pid,
                 "port": rec.port,

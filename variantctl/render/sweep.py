@@ -24,12 +24,15 @@ def duration(seconds: float | None) -> str:
 
 
 def _prediction(p: PlannedPoint) -> str:
+    if p.done is not None:
+        return f"done: {p.done} (kept by --resume)"
     if p.skip is not None:
         sig = f" {p.skip.signature}" if p.skip.signature else ""
         if p.skip.reason == "history":
             return f"skip: failed before (run {p.skip.run_id}){sig}"
         what = "run anyway: predicted" if p.run else "skip: predicted"
-        return f"{what} by {p.skip.rule}{sig}"
+        # a rule named after the signature it predicts is said once
+        return f"{what} by {p.skip.rule}" + ("" if p.skip.signature == p.skip.rule else sig)
     warnings = [f.rule for f in p.findings if f.severity == "warning"]
     return "run" + (f" (warning: {', '.join(warnings)})" if warnings else "")
 
@@ -45,14 +48,16 @@ def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
         if p.eta_bench_s is not None:
             eta = duration(p.eta_s)
         table.add_row(str(p.point.index), p.name, p.host, p.point.label(), _prediction(p),
-                      eta if p.run else "")
-    n_run = len(plan.to_run)
+                      eta if p.run and p.done is None else "")
+    n_done = sum(1 for p in plan.to_run if p.done is not None)
+    n_run = len(plan.to_run) - n_done
     head = (f"sweep {plan.spec.name} ({plan.spec.source}): {len(plan.points)} points, "
-            f"{n_run} to run, {len(plan.points) - n_run} skipped, on "
+            f"{n_run} to run, " + (f"{n_done} done before, " if n_done else "")
+            + f"{len(plan.points) - n_run - n_done} skipped, on "
             f"{', '.join(plan.hosts) or 'no host'}")
     blocks = [text(head), Block(table)]
     tail = f"ETA {duration(plan.eta_s)} (startup from past runs; hosts in parallel)"
-    if any(p.run and p.eta_bench_s is None for p in plan.points):
+    if any(p.run and p.done is None and p.eta_bench_s is None for p in plan.points):
         tail += ", plus benchmark time not measured before"
     blocks.append(text(tail))
     if dry_run:
@@ -70,7 +75,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "skip": p.skip.to_json() if p.skip else None,
             "findings": [f.to_dict() for f in p.findings],
             "eta_s": round(p.eta_s, 1), "eta_source": p.eta_source,
-            "bench_eta_known": p.eta_bench_s is not None,
+            "bench_eta_known": p.eta_bench_s is not None, "done": p.done,
         } for p in plan.points],
     }
 
@@ -89,7 +94,8 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S", "NOTE"):
-        table.add_column(col, no_wrap=col in ("#", "POINT", "RUN"))
+        table.add_column(col, no_wrap=col != "NOTE")
+    notes: list[str] = []
     for e in doc.get("points", ()):
         t = e.get("timings") or {}
         note = e.get("message") or ""
@@ -103,6 +109,12 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
             note = (note + "; " if note else "") + f"stopped: {e['stopped_early']['reason']}"
         if e.get("resumed"):
             note = (note + "; " if note else "") + "from an earlier run"
+        if len(note) > _NOTE_CELL:
+            # a failure's message would wrap into a narrow column, a word per line: the
+            # cell names it, the whole message follows the table at full width
+            notes.append(visible(f"#{e['index']} {e['name']}: {note}"))
+            note = (e.get("signature") or note[:_NOTE_CELL].rsplit(" ", 1)[0] + " …"
+                    ) + " (below)"
         cells = (e["index"], e["name"], e["host"], e["status"], e.get("run_id") or "",
                  _num(t.get("time_to_ready_s")), _num(t.get("bench_s")), note)
         # read from the state file; notes quote servers' logs: text, filtered
@@ -111,8 +123,13 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
     for e in doc.get("points", ()):
         counts[e["status"]] = counts.get(e["status"], 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    return [Block(table), text(f"sweep {doc.get('sweep')} {doc.get('status')}: {summary}"),
+    return [Block(table), *(Block(n, markup=False, highlight=False) for n in notes),
+            text(f"sweep {doc.get('sweep')} {doc.get('status')}: {summary}"),
             text(f"state: {path}", err=True)]
+
+
+#: a note longer than this goes below the result table
+_NOTE_CELL = 40
 
 
 def _num(value: Any) -> str:

@@ -61,9 +61,14 @@ class PlannedPoint:
     eta_startup_s: float
     eta_source: str
     eta_bench_s: float | None = None
+    #: --resume keeps an earlier run's result for this point (``measured, run ID``):
+    #: it is not run again and takes no time
+    done: str | None = None
 
     @property
     def eta_s(self) -> float:
+        if self.done is not None:
+            return 0.0
         return self.eta_startup_s + (self.eta_bench_s or 0.0)
 
 
@@ -117,6 +122,7 @@ def make_plan(
     history: History | None = None,
     bench_seconds: Mapping[str, float] | None = None,
     include_predicted: bool = False,
+    done: Mapping[str, str] | None = None,
 ) -> Plan:
     """Expand, derive, check and look up every point.
 
@@ -126,6 +132,8 @@ def make_plan(
     ``bench_seconds``: by point key, how long a past measurement of it took.
     ``patchset_fingerprints``: name -> fingerprint of the project's patchsets (the
     configuration key holds those a point requires).
+    ``done``: by point key, the result --resume keeps from an earlier run (``measured,
+    run ID``).
     """
     history = history or History()
     planned: list[PlannedPoint] = []
@@ -157,7 +165,7 @@ def make_plan(
             config_key=ckey, findings=findings, skip=skip,
             run=skip is None or (include_predicted and skip.reason == PREDICTED),
             eta_startup_s=eta, eta_source=source,
-            eta_bench_s=(bench_seconds or {}).get(pkey),
+            eta_bench_s=(bench_seconds or {}).get(pkey), done=(done or {}).get(pkey),
         ))
     names = tuple(dict.fromkeys(p.host for p in planned))
     return Plan(spec, tuple(planned), names, include_predicted)

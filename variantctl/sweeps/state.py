@@ -67,14 +67,11 @@ class SweepState:
         """A state for ``plan``; with ``previous`` (--resume) the points it finished keep
         their entries (matched by point key, so an edited grid reruns what changed)."""
         spec = plan.spec
-        done: dict[str | None, PointEntry] = {}
-        for entry in previous.points if previous is not None else ():
-            if entry.status in DONE - {"skipped"}:
-                done[entry.point_key] = entry
+        done = kept_on_resume(previous)
         points = []
         for p in plan.points:
             old = done.get(p.point_key)
-            if old is not None and _still_there(old):
+            if old is not None:
                 points.append({**old.to_json(), "index": p.point.index, "resumed": True})
             else:
                 points.append(point_entry(p))
@@ -128,6 +125,16 @@ class SweepState:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return copy.deepcopy(self.doc)
+
+
+def kept_on_resume(previous: SweepDoc | None) -> dict[str, PointEntry]:
+    """The points an earlier run finished that ``--resume`` keeps, by point key (while
+    their runs are still archived): they are not run again."""
+    kept = {}
+    for entry in previous.points if previous is not None else ():
+        if entry.status in DONE - {"skipped"} and entry.point_key and _still_there(entry):
+            kept[entry.point_key] = entry
+    return kept
 
 
 def _still_there(entry: PointEntry) -> bool:
