@@ -25,6 +25,7 @@ from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.bench.session import ColdLevels, LevelStep
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
+from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
 from variantctl.launch.core import (
     LaunchContext,
@@ -81,6 +82,10 @@ class PointOutcome:
     prefix_cache_resets: int = 0
     #: the connection to the host dropped during the point (the sweep retries it once)
     connection_lost: bool = False
+    #: the sweep's benchmark settings cannot work on this server (``input_len`` below
+    #: what the chat template adds, an unreadable prompt file): every other point with
+    #: the same settings would start its server only to fail the same way
+    bad_bench: bool = False
 
 
 class PointRunner(Protocol):
@@ -211,6 +216,7 @@ class TargetPointRunner:
         profiles: list[str] = []
         stopped_early: dict[str, Any] | None = None
         status, message = "measured", ""
+        bad_bench = False
         try:
             self.ui.phase(point, "bench")
             for params in self.spec.bench:
@@ -238,6 +244,8 @@ class TargetPointRunner:
         except VariantctlError as exc:
             self._note_lost(exc)
             status, message = "error", exc.message
+            # bad input to the benchmark, found by building its prompts on the server
+            bad_bench = exc.exit_code == ExitCode.USAGE
         finally:
             if collector is not None and collector.levels:
                 profiles.extend(self._on_target(
@@ -261,6 +269,7 @@ class TargetPointRunner:
         return dataclasses.replace(
             base, status=status, message=message, benchmarks=tuple(names),
             profiles=tuple(profiles), stopped_early=stopped_early, prefix_cache_resets=resets[0],
+            bad_bench=bad_bench,
             timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
                      "bench_s": round(bench_s, 3), "stop_s": round(stop_s, 3),
                      "total_s": round(total, 3),
@@ -593,6 +602,8 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     for p in plan.to_run:
         if state.entry(p.name)["status"] not in DONE:  # --resume: measured or failed
             todo[p.host].append(p)
+    #: the first point whose benchmark settings proved unusable, and why (all hosts)
+    bad_bench: list[tuple[str, str]] = []
 
     def host_work(name: str, points: Sequence[PlannedPoint]) -> None:
         from variantctl.sweeps.slurm import for_each_point
@@ -610,6 +621,16 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                 runner = make_runner(host, target, stop, _StateUI(ui, state))
 
                 def one(point: PlannedPoint) -> None:
+                    if bad_bench:
+                        # the sweep's benchmark settings are the same for every point:
+                        # do not start another server only to fail as the first did
+                        first, why = bad_bench[0]
+                        state.update(point.name, status="error", phase=None,
+                                     message=f"not started: the benchmark settings cannot "
+                                             f"work (found on {first}: {why})")
+                        ui.phase(point, "error", "not started: the benchmark settings "
+                                                 f"cannot work (see {first})")
+                        return
                     state.update(point.name, status="running", phase="launch")
                     outcome = runner.run_point(point)
                     if (outcome.connection_lost and outcome.status == "error"
@@ -622,6 +643,11 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                         outcome = runner.run_point(point)
                     state.update(point.name, **_entry_fields(outcome))
                     ui.phase(point, outcome.status, outcome.message)
+                    if outcome.bad_bench and not bad_bench:
+                        bad_bench.append((point.name, outcome.message))
+                        ui.note(f"{point.name}: the benchmark settings cannot work on this "
+                                f"server: {outcome.message}; the sweep's other points are "
+                                "not started (fix the sweep file's bench: and run it again)")
 
                 # one server at a time, or up to slurm.max_jobs jobs on a SLURM host
                 for_each_point(host, points, stop, one)
