@@ -95,14 +95,22 @@ class Demo:
 
     def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> int:
         """Run one CLI step, show it, and stop the demo on an unexpected exit code."""
+        return self.run_capturing(*args, expect=expect, capture=False)[0]
+
+    def run_capturing(self, *args: str, expect: tuple[int, ...] = (0,), capture: bool = True
+                      ) -> tuple[int, str]:
+        """:meth:`run`, also returning what the step printed on stdout (shown as well)."""
         shown = " ".join(a if " " not in a else repr(a) for a in args)
         print(self._style("1", f"$ variantctl {shown}"), flush=True)
         proc = subprocess.run([sys.executable, "-m", "variantctl", *args], env=self.env,
-                              cwd=REPO, check=False)
+                              cwd=REPO, check=False, text=True,
+                              stdout=subprocess.PIPE if capture else None)
+        out = proc.stdout or ""
+        print(out, end="", flush=True)
         print(f"(exit code {proc.returncode})", flush=True)
         if proc.returncode not in expect:
             sys.exit(f"demo: `variantctl {shown}` exited {proc.returncode}, expected {expect}")
-        return proc.returncode
+        return proc.returncode, out
 
 
 def patch_story(demo: Demo, roots: list[Path]) -> None:
@@ -265,14 +273,18 @@ def main() -> None:
     patch_story(demo, roots)
     if "--patch-only" not in sys.argv:
         launch_story(demo)
-        sweep_story(demo)
+        won = sweep_story(demo)
+        demo.section("which variant won (the sweep report's summary)")
+        for line in won or ["(the report found no benchmark to compare)"]:
+            print(line, flush=True)
     print("\ndemo: done")
 
 
-def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> None:
+def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> list[str]:
     """A small CPU sweep, unattended: the repository's ``sweeps/cpu-smoke.yaml`` (grid
     enforce-eager x max-num-seqs, plus a point the pre-flight rules predict to fail) on
-    this machine; then its report, and where it is."""
+    this machine; then its report, and where it is. Returns the report's summary lines
+    (which point won)."""
     project = work / "project"
     shutil.rmtree(work, ignore_errors=True)
     for d in ("variants", "patchsets", "sweeps"):
@@ -292,8 +304,12 @@ def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> None:
     demo.run(*p, "sweep", "cpu-smoke")
     demo.section("sweep 3. the report of the sweep")
     out = work / "report"
-    demo.run(*p, "report", "cpu-smoke", "--format", "html", "--out", str(out))
+    _, printed = demo.run_capturing(*p, "report", "cpu-smoke", "--format", "html", "--out",
+                                    str(out))
     print(f"\nsweep report: {out / 'report.html'}", flush=True)
+    # after the report's path and plots, `report` prints its summary lines
+    return [line for line in printed.splitlines()
+            if line.strip() and not line.startswith(("report:", "  plot:"))]
 
 
 if __name__ == "__main__":

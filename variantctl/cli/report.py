@@ -34,14 +34,17 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
     from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
+    from variantctl.report.summary import summary_lines
     from variantctl.report.write import gather, write_report
 
     project = Project(env)
     data, name = gather(env, sources, title, signatures=project.signatures,
                         hosts=project.hosts)
     written = write_report(env, data, fmt, out, name)
+    summary = summary_lines(data)
     if as_json:
-        print_json(env, {"report": str(written[0]), "files": [str(p) for p in written]})
+        print_json(env, {"report": str(written[0]), "files": [str(p) for p in written],
+                         "summary": list(summary)})
         return
     emit(env, [text(f"report: {written[0]}")]
-         + [text(f"  plot: {p}") for p in written[1:]])
+         + [text(f"  plot: {p}") for p in written[1:]] + [text(line) for line in summary])

@@ -15,6 +15,7 @@ from variantctl.report.plots import Line, PlotData
 from variantctl.report.profile import StackedBars, breakdown_table, stacked_bars
 from variantctl.report.roofline import roofline
 from variantctl.report.series import METRICS, Series, series_of
+from variantctl.report.summary import winner_lines
 from variantctl.report.tables import (
     UP,
     Table,
@@ -184,6 +185,7 @@ def build(report: ReportInput) -> ReportDoc:
     if series:
         sections.append(Section(
             "Results",
+            paragraphs=winner_lines(series),
             tables=(points_table(series), curve_table(series, "agg_tps"),
                     curve_table(series, "ttft_p90", 1e-3, "s")),
             plots=(metric_plot(series, "agg_tps", "agg_tps.png"),

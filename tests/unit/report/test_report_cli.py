@@ -81,7 +81,8 @@ def test_html_report_is_one_self_contained_file(run_cli: Cli, project: Path) -> 
                    str(out), "--json"], project=project)
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc == {"report": str(out / "report.html"), "files": [str(out / "report.html")]}
+    assert {k: doc[k] for k in ("report", "files")} == {
+        "report": str(out / "report.html"), "files": [str(out / "report.html")]}
     assert sorted(p.name for p in out.iterdir()) == ["report.html"]
     html = (out / "report.html").read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//|file:)""", html)
@@ -211,3 +212,27 @@ def test_a_damaged_benchmark_file_is_a_note_not_a_crash(run_cli: Cli, project: P
     md = (project / "r" / "report.md").read_text()
     assert "No benchmark results in these runs." in md
     assert f"{bench}: " in md  # the file and why it was not used
+
+
+def test_the_report_says_which_variant_won(run_cli: Cli, project: Path) -> None:
+    """The report's first lines, and what `report` prints: the most aggregate throughput
+    (at its best concurrency) and the fastest first token at the lowest common one."""
+    out = project / "won"
+    res = run_cli(["report", "aaaaaaaaaa-1", "bbbbbbbbbb-1", "--out", str(out)],
+                  project=project)
+    assert res.code == 0, res.output
+    most = ("Most throughput: full-parser, 8.3 tok/s aggregate at concurrency 1, 4 % more "
+            "than parser-off.")
+    first = ("Fastest first token: parser-off, TTFT P90 1700 ms at concurrency 1, 8 % less "
+             "than full-parser.")
+    assert res.stdout.splitlines()[-2:] == [most, first]
+    md = (out / "report.md").read_text()
+    assert f"## Results\n\n{most}\n\n{first}\n" in md
+    doc = json.loads(run_cli(["report", "bbbbbbbbbb-1", "--out", str(out), "--json"],
+                             project=project).stdout)
+    assert doc["summary"] == ["Most throughput: parser-off, 8.0 tok/s aggregate at "
+                              "concurrency 1."]
+    # no benchmark at all: nothing to say
+    doc = json.loads(run_cli(["report", "cccccccccc-1", "--out", str(out), "--json"],
+                             project=project).stdout)
+    assert doc["summary"] == []

@@ -1,0 +1,73 @@
+"""Which variant won, in a sentence or two (PURE): the report's first lines.
+
+The seeds asked two questions of every comparison: which configuration gives the most
+aggregate output throughput (at its best concurrency), and which answers first (TTFT
+P90 at the lowest concurrency every benchmark ran). The report states both before its
+tables, and ``variantctl report`` prints them after writing the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from variantctl.report.model import ReportInput
+from variantctl.report.series import METRICS, Series, series_of
+
+
+def _best_agg(s: Series) -> tuple[float, int] | None:
+    """The series' highest aggregate output TPS and the concurrency it came at."""
+    best: tuple[float, int] | None = None
+    for p in s.points:
+        f = p.fig(METRICS["agg_tps"][2])
+        if f is not None and (best is None or f.mean > best[0]):
+            best = (f.mean, p.concurrency)
+    return best
+
+
+def _ttft_at(s: Series, concurrency: int) -> float | None:
+    for p in s.points:
+        if p.concurrency == concurrency:
+            f = p.fig(METRICS["ttft_p90"][2])
+            return f.mean if f is not None else None
+    return None
+
+
+def _versus(best: float, other: float, label: str, word: str) -> str:
+    """``, 21 % more than B`` (nothing when the runner-up's figure is 0)."""
+    if not other:
+        return ""
+    return f", {abs(100.0 * (best - other) / other):.0f} % {word} than {label}"
+
+
+def summary_lines(report: ReportInput) -> tuple[str, ...]:
+    """One line per question; nothing when no run has a benchmark."""
+    series = series_of([r for r in report.runs if r.results])
+    return winner_lines(series)
+
+
+def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
+    """The winners among ``series``: most aggregate throughput; with several, the
+    lowest TTFT P90 at the lowest concurrency they all ran."""
+    ranked = sorted(((b, s) for s in series if (b := _best_agg(s)) is not None),
+                    key=lambda x: -x[0][0])
+    if not ranked:
+        return ()
+    lines = []
+    (tps, c), top = ranked[0]
+    line = f"Most throughput: {top.label}, {tps:.1f} tok/s aggregate at concurrency {c}"
+    if len(ranked) > 1:
+        (tps2, _c2), second = ranked[1]
+        line += _versus(tps, tps2, second.label, "more")
+    lines.append(line + ".")
+    common = set.intersection(*({p.concurrency for p in s.points} for s in series))
+    if len(series) > 1 and common:
+        low = min(common)
+        firsts = sorted(((t, s) for s in series if (t := _ttft_at(s, low)) is not None),
+                        key=lambda x: x[0])
+        if firsts:
+            t, s = firsts[0]
+            line = f"Fastest first token: {s.label}, TTFT P90 {t:.0f} ms at concurrency {low}"
+            if len(firsts) > 1:
+                line += _versus(t, firsts[1][0], firsts[1][1].label, "less")
+            lines.append(line + ".")
+    return tuple(lines)
