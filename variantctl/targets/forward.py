@@ -53,12 +53,27 @@ class _Relay:
         self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
         self.thread.start()
 
-    def stop(self) -> None:
+    def stop(self, join_s: float = 5.0) -> None:
+        """Stop relaying; the relay thread closes every connection as its loop ends.
+
+        Not here: a relay thread still inside ``recv`` or ``sendall`` (a slow peer
+        can hold it past the join) would go on using a channel closed under it, and a
+        paramiko channel closed while its ``fileno()`` pipe is in use frees the pipe's
+        fds for reuse while the channel's next ``recv`` still reads one
+        (``PosixPipe.clear`` does not check that the pipe was closed) — a byte taken
+        from whatever file got that number since, such as another connection's socket.
+        """
         self.stopping = True
         with suppress(OSError):
             self.wake_w.send(b"x")
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=join_s)
+
+    def _close_all(self) -> None:
+        """Close every connection, the listener and the selector (the relay thread,
+        once, as it ends)."""
         for end in list(self.peers):
+            with suppress(Exception):
+                self.selector.unregister(end)
             with suppress(Exception):
                 end.close()
         self.peers.clear()
@@ -116,18 +131,21 @@ class _Relay:
             self._close_pair(end)
 
     def _loop(self) -> None:
-        while not self.stopping:
-            try:
-                events = self.selector.select(timeout=1.0)
-            except (OSError, ValueError):
-                return
-            for key, _ in events:
-                if key.data == "wake" or self.stopping:
+        try:
+            while not self.stopping:
+                try:
+                    events = self.selector.select(timeout=1.0)
+                except (OSError, ValueError):
                     return
-                if key.data == "accept":
-                    self._accept()
-                else:
-                    self._pump(key.fileobj)
+                for key, _ in events:
+                    if key.data == "wake" or self.stopping:
+                        return
+                    if key.data == "accept":
+                        self._accept()
+                    else:
+                        self._pump(key.fileobj)
+        finally:
+            self._close_all()
 
 
 @contextmanager

@@ -1,0 +1,74 @@
+"""The forward relay (variantctl/targets/forward.py) never closes a connection under its
+own relay thread (issue 20.4, the SSH transport's "Bad file descriptor" hunt).
+
+A stand-in channel (a socket pair: the relay only needs fileno/recv/sendall/close) whose
+``sendall`` is held: the relay thread sits inside it when the forward's context ends.
+Before, ``stop()`` gave the thread 5 s and then closed every channel from the stopping
+thread — a paramiko channel closed that way frees its pipe's fds while the relay thread
+still uses the channel.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from variantctl.targets.forward import _Relay
+
+
+class HeldChannel:
+    def __init__(self) -> None:
+        self.near, self.far = socket.socketpair()
+        self.release = threading.Event()
+        self.inside = threading.Event()
+        self.in_sendall = False
+        self.closed_while_in_use = False
+        self.closed = threading.Event()
+
+    def fileno(self) -> int:
+        return self.near.fileno()
+
+    def recv(self, n: int) -> bytes:
+        return self.near.recv(n)
+
+    def sendall(self, data: bytes) -> None:
+        self.in_sendall = True
+        self.inside.set()
+        self.release.wait(10)
+        self.near.sendall(data)
+        self.in_sendall = False
+
+    def close(self) -> None:
+        if self.in_sendall:
+            self.closed_while_in_use = True
+        self.near.close()
+        self.closed.set()
+
+
+def test_stop_leaves_a_busy_connection_to_the_relay_thread_which_closes_it() -> None:
+    channel = HeldChannel()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    relay = _Relay(listener, lambda: channel)
+    relay.start()
+    client = socket.create_connection(listener.getsockname()[:2])
+    try:
+        client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert channel.inside.wait(5)  # the relay thread is inside sendall
+        relay.stop(join_s=0.2)  # the context ends while it is held there
+        assert relay.thread.is_alive()
+        assert not channel.closed.is_set() and not channel.closed_while_in_use
+        channel.release.set()
+        assert channel.closed.wait(5), "the relay thread did not close the channel"
+        relay.thread.join(5)
+        assert not relay.thread.is_alive()
+        assert not channel.closed_while_in_use
+        assert channel.far.recv(100) == b"GET / HTTP/1.0\r\n\r\n"  # relayed in full
+        time.sleep(0.05)
+        assert listener.fileno() == -1  # the listener went with the thread
+    finally:
+        channel.release.set()
+        client.close()
+        channel.far.close()
