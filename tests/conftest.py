@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tests.support.realvllm import StartBudget, measure
 from variantctl.cli import run
 from variantctl.env import Environment
 
@@ -86,3 +87,10 @@ def tiny_model() -> Path:
     if not (p / "config.json").exists():
         pytest.fail(f"tiny model missing at {p}: run `make vllm` (make test does it)")
     return p
+
+
+@pytest.fixture(scope="session")
+def start_budget(vllm_python: Path) -> StartBudget:
+    """How long a real start may take on this machine now: budgets scaled from one
+    measured import of vLLM (tests/support/realvllm.py), not constants."""
+    return measure(vllm_python)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.slurm.conftest import Project, slurm_hosts_yaml
 from tests.ssh.launchkit import run_json
+from tests.support.realvllm import VARIANT_ENV, StartBudget
 from tests.support.slurm import SlurmCluster, port_open
 from tests.support.sshd import SshLab, free_port
 from variantctl.exitcodes import ExitCode
@@ -23,7 +24,10 @@ from variantctl.exitcodes import ExitCode
 pytestmark = [pytest.mark.slurm, pytest.mark.ssh, pytest.mark.vllm]
 
 
-def tiny_variants(project: Path, model: Path, host: str = "cluster") -> None:
+def tiny_variants(project: Path, model: Path, budget: StartBudget, host: str = "cluster"
+                  ) -> None:
+    """A tiny-model variant on vLLM's single-process engine (a SLURM job's start, not its
+    processes, is what these tests are about), budgets from this machine's start time."""
     (project / "variants" / "tiny-slurm.yaml").write_text(
         "description: tiny Llama on the CPU build, as a SLURM job\n"
         f"host: {host}\n"
@@ -31,8 +35,7 @@ def tiny_variants(project: Path, model: Path, host: str = "cluster") -> None:
         f"port: {free_port()}\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  enforce-eager: true\n"
-        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n"
-        "startup:\n  ready_timeout: 400\n  stall: 240\n"
+        + VARIANT_ENV + budget.startup_yaml() +
         "expect:\n  enforce_eager: true\n")
     (project / "variants" / "tiny-slurm-batched.yaml").write_text(
         "extends: tiny-slurm\n"
@@ -41,15 +44,15 @@ def tiny_variants(project: Path, model: Path, host: str = "cluster") -> None:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab,
-            slurm_cluster: SlurmCluster, vllm_python: Path, tiny_model: Path
-            ) -> Iterator[Project]:
+            slurm_cluster: SlurmCluster, vllm_python: Path, tiny_model: Path,
+            start_budget: StartBudget) -> Iterator[Project]:
     base = tmp_path_factory.mktemp("slurm-real")
     root = base / "project"
     (root / "variants").mkdir(parents=True)
     (root / "patchsets").mkdir()
     (root / "variants" / "hosts.yaml").write_text(
         slurm_hosts_yaml(ssh_lab, slurm_cluster, base / "shared", python=str(vllm_python)))
-    tiny_variants(root, tiny_model)
+    tiny_variants(root, tiny_model, start_budget)
     p = Project(root, base / "cache")
     yield p
     p.cli("stop", "--all", "--host", "cluster", "--grace", "5")

@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import REPO
 from tests.slurm.conftest import Project, slurm_hosts_yaml
 from tests.slurm.test_slurm_real import tiny_variants
+from tests.support.realvllm import StartBudget
 from tests.support.slurm import SlurmCluster
 from tests.support.sshd import SshLab
 
@@ -46,7 +47,7 @@ bench:
 
 @pytest.fixture
 def project(tmp_path: Path, ssh_lab: SshLab, slurm_cluster: SlurmCluster, vllm_python: Path,
-            tiny_model: Path) -> Iterator[Project]:
+            tiny_model: Path, start_budget: StartBudget) -> Iterator[Project]:
     root = tmp_path / "project"
     (root / "variants").mkdir(parents=True)
     (root / "patchsets").mkdir()
@@ -54,7 +55,7 @@ def project(tmp_path: Path, ssh_lab: SshLab, slurm_cluster: SlurmCluster, vllm_p
     (root / "variants" / "hosts.yaml").write_text(slurm_hosts_yaml(
         ssh_lab, slurm_cluster, tmp_path / "shared", python=str(vllm_python),
         extra="    max_jobs: 2\n"))
-    tiny_variants(root, tiny_model)
+    tiny_variants(root, tiny_model, start_budget)
     for name in ("pair", "again"):
         (root / "sweeps" / f"{name}.yaml").write_text(SWEEP)
     p = Project(root, tmp_path / "cache")

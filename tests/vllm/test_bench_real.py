@@ -1,7 +1,8 @@
 """``variantctl bench`` on the real vLLM CPU server with the tiny random-weight model.
 
-Two real servers — the repository's ``cpu-eager`` and ``cpu-base`` variants — launched
-once for the module on host ``cpu`` (this machine). Host ``cpu-ssh`` is the same
+Two real servers — the repository's ``cpu-eager`` and ``cpu-base`` variants, on vLLM's
+single-process engine (tests/support/realvllm.py) — launched at once for the module on
+host ``cpu`` (this machine). Host ``cpu-ssh`` is the same
 machine reached through the real sshd with the same work directory, so the same
 server records are read over SFTP and the server is reached through the SSH forward:
 the remote path, for the price of no third server start. ``cpu-ssh`` samples GPUs
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult, make_env
 from tests.support.bench_project import STANDIN_SMI
+from tests.support.realvllm import HOST_ENV, StartBudget, copy_cpu_variants
 from tests.support.sshd import SshLab, free_port
 from variantctl.bench.promscrape import parse_text
 from variantctl.cli import run
@@ -46,15 +47,14 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: Path,
-        tiny_model: Path) -> Iterator[Lab]:
+        tiny_model: Path, start_budget: StartBudget) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("benchreal")
     project = base / "project"
     (project / "variants").mkdir(parents=True)
     (project / "patchsets").mkdir()
-    for name in ("cpu-base", "cpu-eager"):
-        shutil.copy(REPO / "variants" / f"{name}.yaml", project / "variants")
+    copy_cpu_variants(REPO, project, start_budget)
     common = (f"  python: {vllm_python}\n  workdir: {base / 'work'}\n"
-              "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n")
+              f"  env: {{{HOST_ENV}}}\n  vllm_version: 0.32.0\n")
     monitor = json.dumps(f"env STANDIN_SMI_STATE={base / 'smi'} {STANDIN_SMI}")
     (project / "variants" / "hosts.yaml").write_text(
         "cpu:\n" + common

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.realvllm import StartBudget
 from variantctl.config.catalog import default_catalog
 from variantctl.logs.classify import classify_text
 from variantctl.logs.expect import compare
@@ -30,7 +31,6 @@ from variantctl.logs.stream import StreamClassifier
 pytestmark = pytest.mark.vllm
 
 BASE_ARGS = ["--load-format", "dummy", "--max-model-len", "512", "--dtype", "bfloat16"]
-DEADLINE = 420.0
 
 
 def _free_port() -> int:
@@ -102,7 +102,8 @@ def _forked_root(site: Path, dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def real_logs(vllm_python: Path, vllm_site_packages: Path, tiny_model: Path,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+              tmp_path_factory: pytest.TempPathFactory, start_budget: StartBudget
+              ) -> Iterator[dict[str, str]]:
     work = tmp_path_factory.mktemp("classify-real")
     busy = socket.socket()
     busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -124,7 +125,7 @@ def real_logs(vllm_python: Path, vllm_site_packages: Path, tiny_model: Path,
                                    env_extra={"VLLM_CPU_KVCACHE_SPACE": ""})
         servers["forked"] = _start("forked", vllm_python, tiny_model, work, util,
                                    env_extra={"PYTHONPATH": str(forked)})
-        deadline = time.monotonic() + DEADLINE
+        deadline = time.monotonic() + start_budget.wait
         pending = set(servers)
         while pending and time.monotonic() < deadline:
             for name in sorted(pending):
@@ -138,7 +139,7 @@ def real_logs(vllm_python: Path, vllm_site_packages: Path, tiny_model: Path,
                     s.stop()  # the config line is all this case needs
                     pending.discard(name)
             time.sleep(1.0)
-        assert not pending, f"servers still starting after {DEADLINE:.0f}s: {sorted(pending)}"
+        assert not pending, f"servers still starting after {start_budget.wait}s: {sorted(pending)}"
         yield {name: s.text() for name, s in servers.items()}
     finally:
         for s in servers.values():
@@ -152,7 +153,8 @@ def catalog():  # type: ignore[no-untyped-def]
     return default_catalog()
 
 
-def test_healthy_start_is_ok_with_facts(real_logs: dict[str, str], catalog) -> None:  # type: ignore[no-untyped-def]
+def test_healthy_start_is_ok_with_facts(real_logs: dict[str, str], catalog,  # type: ignore[no-untyped-def]
+                                        start_budget: StartBudget) -> None:
     r = classify_text(real_logs["healthy"], catalog)
     assert (r.kind, r.signature) == ("ok", "startup-ok"), real_logs["healthy"][-3000:]
     f = r.facts
@@ -162,7 +164,7 @@ def test_healthy_start_is_ok_with_facts(real_logs: dict[str, str], catalog) -> N
     assert f.config["max_seq_len"] == 512
     assert f.config["tensor_parallel_size"] == 1
     assert f.kv_cache_tokens is not None and f.kv_cache_tokens > 0
-    assert f.startup_seconds is not None and 0 < f.startup_seconds < DEADLINE
+    assert f.startup_seconds is not None and 0 < f.startup_seconds < start_budget.wait
     assert "Application startup complete" in r.evidence[0].text
 
 

@@ -28,6 +28,7 @@ import pytest
 from tests.conftest import REPO, CliResult, make_env
 from tests.ssh.launchkit import run_json
 from tests.support.profile_roots import make_profile_roots
+from tests.support.realvllm import StartBudget
 from tests.support.sshd import SshLab, free_port
 from variantctl.cli import run
 from variantctl.config.patchsets import load_patchset
@@ -70,7 +71,8 @@ def _sha(p: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: Path,
-        vllm_site_packages: Path, tiny_model: Path) -> Iterator[Lab]:
+        vllm_site_packages: Path, tiny_model: Path, start_budget: StartBudget
+        ) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("profile")
     modules = load_patchset(REPO / "patchsets", PATCHSET).modules
     roots = make_profile_roots(vllm_site_packages, base / "corex", modules)
@@ -100,8 +102,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: 
         f"requires: [{PATCHSET}]\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  gpu-memory-utilization: 0.3\n  enforce-eager: true\n"
-        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n"
-        "startup:\n  ready_timeout: 400\n  stall: 240\n")
+        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n" + start_budget.startup_yaml())
     lab = Lab(project, roots, port, base / "cache", venv_files)
     yield lab
     lab.cli("stop", "--all", "--host", "gpu1", "--grace", "5")

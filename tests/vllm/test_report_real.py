@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, CliResult, make_env
+from tests.support.realvllm import HOST_ENV, StartBudget, copy_cpu_variants
 from tests.support.sshd import free_port
 from tests.unit.report.browser import BLUE, ORANGE, screenshot
 from variantctl.bench.model import BenchResult
@@ -48,17 +48,16 @@ class Lab:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
-        tiny_model: Path) -> Iterator[Lab]:
+        tiny_model: Path, start_budget: StartBudget) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("reportreal")
     project = base / "project"
-    (project / "variants").mkdir(parents=True)
-    for name in ("cpu-base", "cpu-eager", "cpu-batched-tokens"):
-        shutil.copy(REPO / "variants" / f"{name}.yaml", project / "variants")
+    copy_cpu_variants(REPO, project, start_budget,
+                      ("cpu-base", "cpu-eager", "cpu-batched-tokens"))
     # `gpu:` peaks declared for the CPU host only to exercise the roofline section on
     # real numbers (labelled: they are not this machine's figures)
     (project / "variants" / "hosts.yaml").write_text(
         f"cpu:\n  python: {vllm_python}\n  workdir: {base / 'work'}\n"
-        "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n"
+        f"  env: {{{HOST_ENV}}}\n  vllm_version: 0.32.0\n"
         "  gpu: {name: test-declared, peak_bandwidth_gbs: 50, peak_tflops: 1, count: 1}\n")
     mp = pytest.MonkeyPatch()
     mp.setenv("VARIANTCTL_TINY_MODEL", str(tiny_model))

@@ -28,6 +28,17 @@ def test_server_command_lines() -> None:
     assert not is_vllm_server(["/v/bin/vllm", "bench", "serve"])
 
 
+def _wait_until_running(pid: int, arg: str) -> None:
+    """Until the process's argv holds ``arg`` (a shell has exec'd its command)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if arg.encode() in fh.read().split(b"\0"):
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} never ran {arg!r}")
+
+
 def _spawn(argv: list[str], out: Path) -> subprocess.Popen[bytes]:
     with out.open("wb") as fh:
         return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT)
@@ -58,12 +69,13 @@ def _count_in(tmp_path: Path) -> None:
         procs.append(_spawn(SLEEPER, ours / "c.log"))
         procs.append(_spawn([*SLEEPER, "-m", "vllm.entrypoints.openai.api_server"],
                             other / "d.log"))
-        time.sleep(1.0)
+        for p in procs:  # every one has started (the shell has exec'd), however busy
+            _wait_until_running(p.pid, SLEEPER[2])
         counter.scan()
         counter.label = ("slurm", "tests/slurm/test_b.py")
         counter.scan()  # the same processes again: not new starts
         procs.append(_spawn([*SLEEPER, "/v/bin/vllm", "serve"], ours / "e.log"))
-        time.sleep(0.5)
+        _wait_until_running(procs[-1].pid, "serve")
     finally:
         counter.stop()
         for p in procs:
@@ -72,3 +84,13 @@ def _count_in(tmp_path: Path) -> None:
     assert dict(counter.by_tier) == {"vllm": 2, "slurm": 1}
     assert dict(counter.by_module) == {("vllm", "tests/vllm/test_a.py"): 2,
                                        ("slurm", "tests/slurm/test_b.py"): 1}
+
+
+def test_start_budgets_have_floors_and_grow_with_a_slow_machine() -> None:
+    from tests.support.realvllm import StartBudget
+
+    quiet = StartBudget.scaled(8.0)
+    assert (quiet.ready_timeout, quiet.stall, quiet.wait) == (400, 240, 420)
+    busy = StartBudget.scaled(25.0)  # the import three times slower: everything is
+    assert (busy.ready_timeout, busy.stall, busy.wait) == (1000, 600, 1050)
+    assert busy.startup_yaml() == "startup:\n  ready_timeout: 1000\n  stall: 600\n"
