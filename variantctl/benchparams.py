@@ -28,6 +28,11 @@ MAX_CONCURRENCY = 65_536
 #: the most requests of one level, warm-up included (each is prepared up front);
 #: longer levels are --duration
 MAX_REQUESTS = 1_000_000
+#: the longest time option in seconds (~11.6 days): beyond it a deadline is a typo, and
+#: the clocks that wait for it overflow (``time_t``) rather than wait
+MAX_SECONDS = 1_000_000.0
+#: the longest --output-len (sent to the server as max_tokens)
+MAX_OUTPUT_LEN = 10_000_000
 #: the most repeats of a ladder
 MAX_REPEAT = 10_000
 #: the longest --input-len of random prompts (the token ids are built in memory)
@@ -70,10 +75,16 @@ class BenchParams:
         if not self.timeout_s > 0:
             raise _usage(f"--request-timeout must be > 0 seconds, got {self.timeout_s} "
                          "(a request without a deadline could hang the level forever)")
+        for name, seconds in (("--request-timeout", self.timeout_s),
+                              ("--duration", self.duration)):
+            if seconds is not None and seconds > MAX_SECONDS:
+                raise _usage(f"{name} must be at most {MAX_SECONDS:,.0f} seconds, "
+                             f"got {seconds:g}")
         if self.temperature < 0:
             raise _usage(f"--temperature must be >= 0, got {self.temperature}")
-        if self.output_len < 1:
-            raise _usage(f"--output-len must be >= 1, got {self.output_len}")
+        if not 1 <= self.output_len <= MAX_OUTPUT_LEN:
+            raise _usage(f"--output-len must be between 1 and {MAX_OUTPUT_LEN:,}, "
+                         f"got {self.output_len}")
         if self.input_len is not None and not 1 <= self.input_len <= MAX_INPUT_LEN:
             raise _usage(f"--input-len must be between 1 and {MAX_INPUT_LEN:,}, "
                          f"got {self.input_len}")

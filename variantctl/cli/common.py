@@ -81,9 +81,17 @@ def json_requested(argv: Sequence[str]) -> bool:
 class FiniteFloat(click.FloatRange):
     """A number of seconds (or any float option) that must be finite: click's float
     reads ``nan`` and ``inf``, which every range check lets through (``nan < 1`` is
-    false) and which would disable a deadline or a wait."""
+    false) and which would disable a deadline or a wait. ``max`` defaults to
+    :data:`~variantctl.benchparams.MAX_SECONDS` (longer waits overflow the clocks)."""
 
     name = "finite number"
+
+    def __init__(self, min: float | None = None, max: float | None = None,
+                 min_open: bool = False, max_open: bool = False) -> None:
+        from variantctl.benchparams import MAX_SECONDS
+
+        super().__init__(min=min, max=MAX_SECONDS if max is None else max,
+                         min_open=min_open, max_open=max_open)
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:

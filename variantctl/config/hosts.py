@@ -163,8 +163,8 @@ _HOST = Struct(
         "vendor": Field(VENDOR),
         "gpu": Field(Struct("gpu", {
             "name": Field(Str()),
-            "peak_bandwidth_gbs": Field(Float(min=0.001)),
-            "peak_tflops": Field(Float(min=0.001)),
+            "peak_bandwidth_gbs": Field(Float(min=0.001, finite=True)),
+            "peak_tflops": Field(Float(min=0.001, finite=True)),
             "count": Field(Int(min=1)),
         })),
         "slurm": Field(_SLURM),

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,13 +101,20 @@ class Int(Schema):
 
 
 class Float(Schema):
-    def __init__(self, *, min: float | None = None):
+    """A number; ``finite`` (quantities: seconds, rates, peaks) refuses YAML's ``.nan``
+    and ``.inf``, which every ``min`` check lets through (``nan < 1`` is false) and which
+    would make a deadline that never comes. Plain values (a flag's) may be anything."""
+
+    def __init__(self, *, min: float | None = None, finite: bool = False):
         self.min = min
+        self.finite = finite
         self.expected = "a number"
 
     def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return self.fail(value, path, doc)
+        if self.finite and not math.isfinite(value):
+            raise doc.error(path, f"must be a finite number, got {value}")
         if self.min is not None and value < self.min:
             raise doc.error(path, f"must be at least {self.min}, got {value}")
         return float(value)

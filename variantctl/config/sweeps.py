@@ -40,18 +40,18 @@ _NAMES = ListOf(Str(pattern=NAME_PATTERN, what="a variant name"), single=True, m
 _BENCH = Struct("bench", {
     "concurrency": Field(ListOf(Int(min=1), single=True, min_len=1)),
     "requests": Field(Int(min=1)),
-    "duration": Field(Float(min=0.001)),
+    "duration": Field(Float(min=0.001, finite=True)),
     "prompts": Field(ListOf(Str(), single=True, min_len=1)),
     "input_len": Field(Int(min=1)),
     "output_len": Field(Int(min=1)),
     "ignore_eos": Field(Bool()),
-    "temperature": Field(Float(min=0)),
+    "temperature": Field(Float(min=0, finite=True)),
     "seed": Field(Int()),
     "warmup": Field(OneOf(Int(min=0), Str())),
     "repeat": Field(Int(min=1)),
     "endpoint": Field(Str()),
     "request_rate": Field(OneOf(Float(min=0.001), Str(pattern="inf", what="'inf'"))),
-    "timeout_s": Field(Float(min=1)),
+    "timeout_s": Field(Float(min=1, finite=True)),
 })
 
 _SWEEP = Struct("sweep", {
@@ -70,8 +70,8 @@ _SWEEP = Struct("sweep", {
     "bench": Field(_BENCH),
     "profile": Field(Bool()),
     "stop": Field(Struct("stop", {
-        "min_success_pct": Field(Float(min=0)),
-        "max_ttft_p90_ms": Field(Float(min=0)),
+        "min_success_pct": Field(Float(min=0, finite=True)),
+        "max_ttft_p90_ms": Field(Float(min=0, finite=True)),
     })),
 })
 

@@ -88,8 +88,8 @@ _VARIANT = Struct(
         "compile_cache": Field(Nullable(Enum(*COMPILE_CACHES))),
         "vendor": Field(Nullable(VENDOR)),
         "startup": Field(Struct("startup", {
-            "ready_timeout": Field(Nullable(Float(min=1))),
-            "stall": Field(Nullable(Float(min=1))),
+            "ready_timeout": Field(Nullable(Float(min=1, finite=True))),
+            "stall": Field(Nullable(Float(min=1, finite=True))),
         })),
         "log": Field(Nullable(Str())),
         "tags": Field(ListOf(Str(pattern=NAME_PATTERN, what="a tag"), single=True)),

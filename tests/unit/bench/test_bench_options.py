@@ -36,7 +36,7 @@ def project(tmp_path: Path) -> Path:
     (["--repeat", "100000000"], "--repeat must be between 1 and 10,000"),
     (["--prompt", "random", "--input-len", "100000000000"], "--input-len must be between"),
     (["--request-timeout", "0"], "Invalid value for '--request-timeout': 0.0 is not in the "
-                                 "range x>0"),
+                                 "range 0<x<=1000000.0"),
     (["--request-timeout", "-1"], "Invalid value for '--request-timeout'"),
     (["--request-timeout", "nan"], "'--request-timeout': 'nan' is not a finite number"),
     (["--request-timeout", "inf"], "'--request-timeout': 'inf' is not a finite number"),
@@ -115,3 +115,46 @@ def test_a_large_but_sane_grid_is_planned(run_cli: Run, project: Path) -> None:
     res = run_cli(["sweep", "fine", "--dry-run", "--json"], project=project)
     assert res.code == 0, res.output
     assert len(json.loads(res.stdout)["plan"]["points"]) == 6
+
+
+@pytest.mark.parametrize("args", [
+    ["stop", "fake-openai", "--grace", "1e308"],  # Event.wait(1e308) overflows time_t
+    ["launch", "fake-openai", "--timeout", "1e9"],
+    ["bench", "--url", URL, "--duration", "1e300"],
+    ["bench", "--url", URL, "--request-timeout", "1e12"],
+])
+def test_time_options_are_bounded(run_cli: Run, project: Path, args: list[str]) -> None:
+    res = run_cli(args, project=project)
+    assert res.code == ExitCode.USAGE, res.output
+    assert "<=1000000.0" in res.stderr and "Invalid value for '--" in res.stderr
+
+
+def test_output_len_is_bounded(run_cli: Run, project: Path) -> None:
+    res = run_cli(["bench", "--url", URL, "--output-len", "100000000000"], project=project)
+    assert res.code == ExitCode.USAGE
+    assert "--output-len must be between 1 and 10,000,000" in res.stderr
+
+
+@pytest.mark.parametrize(("where", "text", "words"), [
+    ("sweeps/t.yaml", "base: fake-openai\nbench:\n  timeout_s: .nan\n",
+     "sweeps/t.yaml:3:14: bench.timeout_s: must be a finite number, got nan"),
+    ("sweeps/t.yaml", "base: fake-openai\nbench:\n  duration: .inf\n",
+     "bench.duration: must be a finite number, got inf"),
+    ("sweeps/t.yaml", "base: fake-openai\nbench:\n  concurrency: [100000]\n",
+     "concurrency levels must be between 1 and 65,536"),
+    ("sweeps/t.yaml", "base: fake-openai\nstop:\n  min_success_pct: .nan\n",
+     "stop.min_success_pct: must be a finite number"),
+    ("variants/fake-openai.yaml", None, "startup.ready_timeout: must be a finite number"),
+])
+def test_numbers_in_files_are_finite_and_bounded(run_cli: Run, project: Path, where: str,
+                                                 text: str | None, words: str) -> None:
+    path = project / where
+    path.parent.mkdir(exist_ok=True)
+    if text is None:  # the variant's own startup deadline
+        text = path.read_text().replace("ready_timeout: 30", "ready_timeout: .nan")
+    path.write_text(text)
+    args = ["sweep", "t", "--dry-run"] if where.startswith("sweeps") else [
+        "render", "fake-openai"]
+    res = run_cli(args, project=project)
+    assert res.code == ExitCode.USAGE, res.output
+    assert words in res.stderr, res.stderr
