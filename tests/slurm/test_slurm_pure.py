@@ -310,14 +310,14 @@ def test_a_silent_running_server_still_hangs(tmp_path: Path) -> None:
 def test_the_resources_a_job_asks_for_are_part_of_the_run_key() -> None:
     from dataclasses import replace
 
-    from variantctl.launch.core import host_identity, key_of
+    from variantctl.runs.identity import host_identity, launch_key
 
     variant = ResolvedVariant(name="a", port=9000)
     base = Host(name="cluster", workdir="/shared", slurm=SlurmSpec(gres="gpu:4"))
-    key = key_of(variant, base, ())
-    assert key != key_of(variant, replace(base, slurm=SlurmSpec(gres="gpu:8")), ())
-    assert key == key_of(variant, replace(base, slurm=SlurmSpec(gres="gpu:4", max_jobs=9,
-                                                                 ports=(9000, 9100))), ())
+    key = launch_key(variant, base)
+    assert key != launch_key(variant, replace(base, slurm=SlurmSpec(gres="gpu:8")))
+    assert key == launch_key(variant, replace(base, slurm=SlurmSpec(gres="gpu:4", max_jobs=9,
+                                                                     ports=(9000, 9100))))
     # a host without slurm keeps the identity (and so the run keys) it always had
     assert "slurm" not in host_identity(replace(base, slurm=None))
 

@@ -25,7 +25,6 @@ def load_plan(project: Project, name: str, *, hosts: str | None, include_predict
     with ``resume``, the points ``previous`` finished are marked done."""
     from variantctl.config.hosts import get_host
     from variantctl.errors import NotFoundError
-    from variantctl.launch.core import host_identity
     from variantctl.runs.run import RunFileError
     from variantctl.sweeps.history import History
     from variantctl.sweeps.plan import make_plan
@@ -64,7 +63,7 @@ def load_plan(project: Project, name: str, *, hosts: str | None, include_predict
     for name in sorted({r for b in bases.values() for r in b.requires}):
         if known_patchsets is not None and name in known_patchsets:
             fingerprints[name] = project.patchset(name).fingerprint
-    return make_plan(spec, bases, known, {n: host_identity(h) for n, h in known.items()},
+    return make_plan(spec, bases, known,
                      on_hosts=names, known_patchsets=known_patchsets,
                      patchset_fingerprints=fingerprints,
                      history=History.from_records(records), bench_seconds=bench_seconds,

@@ -51,8 +51,15 @@ from variantctl.launch.watch import (
     watch,
 )
 from variantctl.logs.expect import Mismatch
+from variantctl.runs.identity import (
+    Measured,
+    PatchState,
+    host_identity,
+    launch_key,
+    unresolved_launch_key,
+)
 from variantctl.runs.record import HostLayout, ServerRecord, stamp_of
-from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict, run_key, thaw
+from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict, thaw
 from variantctl.runs.store import RunDir, RunStore
 from variantctl.targets.base import Target
 from variantctl.variants.model import ResolvedVariant
@@ -99,8 +106,8 @@ class LaunchOptions:
     stall: float | None = None
     keep: bool = False
     grace: float = 10.0
-    #: more of what decides the run's outcome, hashed into its id (a sweep's bench parameters)
-    key_extra: Mapping[str, Any] | None = None
+    #: what the run measures, part of its launch key (a sweep's bench parameters)
+    measured: Measured | None = None
 
 
 @dataclass(frozen=True)
@@ -121,30 +128,6 @@ class LaunchContext:
     #: the classifier's signature catalog: the command's one catalog (shipped signatures,
     #: the project's ``signatures/`` and any extra directories), as ``classify`` uses
     signatures: Catalog
-
-
-@dataclass(frozen=True)
-class PatchState:
-    """A patchset's state on every root of the host, file hashes included (or why it
-    could not be read there: e.g. the host has no copy of its module)."""
-
-    name: str
-    roots: Mapping[str, str]
-    files: tuple[Mapping[str, Any], ...]
-    required: bool = False
-    error: str | None = None
-    #: the patchset definition's fingerprint (a sweep's history tells an edited patchset
-    #: from the one a failed run had)
-    fingerprint: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"roots": dict(self.roots), "files": [dict(f) for f in self.files],
-                               "required": self.required}
-        if self.fingerprint is not None:
-            out["fingerprint"] = self.fingerprint
-        if self.error is not None:
-            out["error"] = self.error
-        return out
 
 
 @dataclass(frozen=True)
@@ -431,25 +414,6 @@ def make_classifier(ctx: LaunchContext, variant: ResolvedVariant | None,
                                     catalog=ctx.signatures)
 
 
-def host_identity(host: Host) -> dict[str, Any]:
-    """What of a host decides a run (and is recorded with it)."""
-    ident = {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
-             "python": host.python, "workdir": host.workdir, "env": dict(host.env),
-             "origin": host.origin}
-    if host.slurm is not None:  # only then: the keys of every other host stay as they were
-        from variantctl.launch.slurm import slurm_identity
-
-        ident["slurm"] = slurm_identity(host.slurm)
-    return ident
-
-
-def key_of(variant: ResolvedVariant, host: Host, patches: tuple[PatchState, ...],
-           extra: Mapping[str, Any] | None = None) -> str:
-    """The content key of a launch: resolved variant, host, patch state, extras."""
-    return run_key(variant.launch_view(), host_identity(host),
-                   {p.name: p.to_json() for p in patches}, extra)
-
-
 def start(
     target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant,
     ctx: LaunchContext, draft: _Draft, opts: LaunchOptions,
@@ -462,7 +426,7 @@ def start(
     script_path = layout.script(variant.name, stamp)
     log_path = layout.log(variant.name, stamp)
     target.write_atomic(script_path, draft.script.encode())
-    draft.key = key_of(variant, host, draft.patches, opts.key_extra)
+    draft.key = launch_key(variant, host, draft.patches, opts.measured)
     draft.created_at = when.isoformat()
     run = ctx.runs.create(key=draft.key, variant=variant.name, when=when)
     draft.run = run
@@ -584,8 +548,8 @@ def watch_variant(
             for n, p in previous.patches.items())
     else:
         when = ctx.now()
-        draft.key = key_of(variant, host, ()) if variant else run_key({"name": name},
-                                                                     host_identity(host), {})
+        draft.key = (launch_key(variant, host) if variant
+                     else unresolved_launch_key(name, host))
         draft.created_at = when.isoformat()
         draft.run = ctx.runs.create(key=draft.key, variant=name, when=when)
         draft.timings = {"started_at": record.started_at}

@@ -38,14 +38,6 @@ if TYPE_CHECKING:
     from variantctl.variants.model import ResolvedVariant
 
 
-def slurm_identity(spec: SlurmSpec) -> dict[str, Any]:
-    """What of a SLURM host decides a run (the resources a job asks for); how many jobs
-    a sweep queues and which ports are handed out do not."""
-    return {"partition": spec.partition, "gres": spec.gres, "time": spec.time,
-            "account": spec.account, "qos": spec.qos, "sbatch": list(spec.sbatch),
-            "patch_roots": spec.patch_roots}
-
-
 def waiting_phase(info: JobInfo) -> str:
     """What the watch shows while a job waits: ``queued (Resources)``."""
     return f"queued ({info.reason})" if info.reason else "queued"

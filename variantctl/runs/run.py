@@ -1,11 +1,11 @@
 """The archived run: a typed ``run.json`` and the content key that identifies it.
 
 Pure: no file access (``runs/store.py`` reads and writes). A run's id is
-``<key>-<seq>``: ``key`` is a short hash of everything that decides how the run
-ends — the resolved variant's launch view, the host, the patch state of every
-root (file sha256s included) and, for measured runs, the benchmark parameters —
-so "has this exact configuration run before, and how did it end?" is one lookup;
-``seq`` counts the runs of that key.
+``<key>-<seq>``: ``key`` is the launch key (``runs/identity.py``: a short hash of
+everything that decides how the run ends — the resolved variant's launch view, the
+host, the patch state of every root and, for measured runs, the benchmark
+parameters), so "has this exact configuration run before, and how did it end?" is
+one lookup; ``seq`` counts the runs of that key.
 
 ``from_json`` validates what it reads: a damaged ``run.json`` is a
 :class:`RunFileError` naming the file and the field, never a KeyError later.
@@ -13,8 +13,6 @@ so "has this exact configuration run before, and how did it end?" is one lookup;
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,7 +27,6 @@ from variantctl.jsonfields import Fields, StoredFileError
 RUN_SCHEMA = 3
 #: the schemas :meth:`RunRecord.from_json` reads
 READABLE_SCHEMAS = (2, 3)
-KEY_LENGTH = 10
 #: ``<key>-<seq>``
 RUN_ID = re.compile(r"(?P<key>[0-9a-f]{10})-(?P<seq>[1-9][0-9]*)")
 #: what a file a record lists may be called: one plain name in the run directory
@@ -38,20 +35,6 @@ ARTIFACT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}")
 #: a run.json that cannot be read as a run record (exit 2, the file and field named);
 #: one class for every stored file
 RunFileError = StoredFileError
-
-
-def run_key(
-    variant_view: Mapping[str, Any],
-    host: Mapping[str, Any],
-    patches: Mapping[str, Any],
-    bench: Mapping[str, Any] | None = None,
-) -> str:
-    """The content key of a run: sha256 of the canonical JSON of what decides it. Where
-    the host was defined (``origin``, a file:line) is recorded but decides nothing."""
-    host = {k: v for k, v in host.items() if k != "origin"}
-    content = {"variant": variant_view, "host": host, "patches": patches, "bench": bench}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 
 
 def _freeze(value: Any) -> Any:

@@ -184,7 +184,7 @@ class TargetPointRunner:
         # keep=False: a ready server stays up anyway; a failed, hung or interrupted start
         # is stopped by the launch itself
         opts = LaunchOptions(apply_patches=True, force=forced, keep=False, grace=self.grace,
-                             key_extra=self.spec.key_extra())
+                             measured=self.spec.measured)
         self.ui.phase(point, "launch")
         collector: Collector | None = None
         try:
@@ -321,13 +321,8 @@ class TargetPointRunner:
         port it was given (a SLURM job may have been moved off the planned one), and
         profiled or not as the sweep is now."""
 
-        from variantctl.launch.core import host_identity
+        from variantctl.runs.identity import config_key, record_config_key
         from variantctl.runs.run import RunFileError
-        from variantctl.sweeps.history import (
-            config_key,
-            record_config_key,
-            required_fingerprints,
-        )
 
         if not record.run_dir:
             return False
@@ -339,8 +334,7 @@ class TargetPointRunner:
         profiled = isinstance(env, Mapping) and PROFILE_ENV in env
         planned = point.variant.with_overrides(port=record.port)
         fingerprints = {n: ps.fingerprint for n, ps in self.ctx.patchsets.items()}
-        expected = config_key(planned.launch_view(), host_identity(self.host),
-                              required_fingerprints(planned.requires, fingerprints))
+        expected = config_key(planned, self.host, fingerprints)
         return record_config_key(rec) == expected and profiled == self.spec.profile
 
     def _stop_server(self, record: ServerRecord) -> StopOutcome:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from variantctl.benchparams import BenchParams
+from variantctl.runs.identity import Measured
 
 #: a grid key: ``args.<flag>`` or ``env.<NAME>``; ``base`` in exclusions/includes
 GridKey = str
@@ -68,9 +69,11 @@ class SweepSpec:
     def bench_json(self) -> list[dict[str, Any]]:
         return [b.to_json() for b in self.bench]
 
-    def key_extra(self) -> dict[str, Any]:
-        """What besides the point itself makes a measurement distinct (its run key)."""
-        return {"bench": self.bench_json(), **({"profile": True} if self.profile else {})}
+    @property
+    def measured(self) -> Measured:
+        """What besides the point itself makes its measurement distinct (in its point
+        key and its launch key: runs/identity.py)."""
+        return Measured(self.bench, self.profile)
 
 
 @dataclass(frozen=True)

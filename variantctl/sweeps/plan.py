@@ -9,9 +9,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from variantctl.runs.run import run_key
+from variantctl.runs.identity import config_key, point_key
 from variantctl.sweeps.grid import expand, split_values
-from variantctl.sweeps.history import History, config_key, required_fingerprints
+from variantctl.sweeps.history import History
 from variantctl.sweeps.model import GridPoint, GridValue, SweepSpec, point_name
 from variantctl.variants.check import check, has_errors
 from variantctl.variants.model import ResolvedVariant
@@ -50,9 +50,9 @@ class PlannedPoint:
     name: str
     host: str
     variant: ResolvedVariant
-    #: the point's identity in the state file: launch view, host, bench parameters
+    #: the point's identity in the state file (runs/identity.point_key)
     point_key: str
-    #: the configuration's key in history (no bench, no patches)
+    #: the configuration's key in history (runs/identity.config_key)
     config_key: str
     findings: tuple[Finding, ...]
     skip: Skip | None
@@ -114,7 +114,6 @@ def make_plan(
     spec: SweepSpec,
     bases: Mapping[str, ResolvedVariant],
     hosts: Mapping[str, Host],
-    host_idents: Mapping[str, Mapping[str, Any]],
     *,
     on_hosts: Sequence[str] = (),
     known_patchsets: Collection[str] | None = None,
@@ -127,9 +126,9 @@ def make_plan(
     """Expand, derive, check and look up every point.
 
     ``on_hosts`` (``--hosts``, else the file's ``hosts``) spreads the points round-robin
-    in index order; empty: each point on its base variant's host. ``host_idents``: each
-    host's identity as run.json records it (``launch.core.host_identity``).
-    ``bench_seconds``: by point key, how long a past measurement of it took.
+    in index order; empty: each point on its base variant's host (a host ``hosts`` does
+    not define is keyed by its name; the pre-flight reports it). ``bench_seconds``: by
+    point key, how long a past measurement of it took.
     ``patchset_fingerprints``: name -> fingerprint of the project's patchsets (the
     configuration key holds those a point requires).
     ``done``: by point key, the result --resume keeps from an earlier run (``measured,
@@ -141,11 +140,9 @@ def make_plan(
         base = bases[point.base]
         host = on_hosts[i % len(on_hosts)] if on_hosts else base.host
         variant = derive(spec, base, point, host)
-        ident = host_idents.get(host, {"name": host})
-        view = variant.launch_view()
-        ckey = config_key(view, ident, required_fingerprints(
-            variant.requires, patchset_fingerprints or {}))
-        pkey = run_key(view, ident, {}, spec.key_extra())
+        where: Host | str = hosts.get(host, host)
+        ckey = config_key(variant, where, patchset_fingerprints or {})
+        pkey = point_key(variant, where, spec.measured)
         findings = tuple(check([variant], known_patchsets, hosts))
         skip: Skip | None = None
         past = history.last_failure(ckey)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from variantctl.errors import NotFoundError
-from variantctl.runs.run import RunFileError, RunRecord, RunVerdict, run_key
+from variantctl.runs.identity import content_key as run_key
+from variantctl.runs.run import RunFileError, RunRecord, RunVerdict
 from variantctl.runs.store import RunStore
 
 WHEN = datetime(2026, 7, 14, 10, 15, tzinfo=timezone.utc)
@@ -27,13 +28,14 @@ def record(run_id: str, key: str, verdict: str = "ready") -> RunRecord:
 
 
 def test_key_is_a_content_hash_of_what_decides_the_run() -> None:
-    a = run_key({"args": {"x": 1}}, {"name": "h"}, {})
-    assert a == run_key({"args": {"x": 1}}, {"name": "h"}, {})
+    a = run_key({"args": {"x": 1}}, {"name": "h"}, {}, None)
+    assert a == run_key({"args": {"x": 1}}, {"name": "h"}, {}, None)
     assert len(a) == 10
-    assert a != run_key({"args": {"x": 2}}, {"name": "h"}, {})
-    assert a != run_key({"args": {"x": 1}}, {"name": "h2"}, {})
-    assert a != run_key({"args": {"x": 1}}, {"name": "h"}, {"p": {"roots": {"/r": "applied"}}})
-    assert a != run_key({"args": {"x": 1}}, {"name": "h"}, {}, bench={"concurrency": [1]})
+    assert a != run_key({"args": {"x": 2}}, {"name": "h"}, {}, None)
+    assert a != run_key({"args": {"x": 1}}, {"name": "h2"}, {}, None)
+    assert a != run_key({"args": {"x": 1}}, {"name": "h"},
+                        {"p": {"roots": {"/r": "applied"}}}, None)
+    assert a != run_key({"args": {"x": 1}}, {"name": "h"}, {}, {"concurrency": [1]})
 
 
 def test_runs_of_one_key_are_numbered_and_found_by_one_lookup(tmp_path: Path) -> None:

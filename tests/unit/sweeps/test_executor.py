@@ -22,7 +22,6 @@ from variantctl.config.variants import load_catalog
 from variantctl.config.yamlload import load_yaml_text
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.hostmodel import Host
-from variantctl.launch.core import host_identity
 from variantctl.launch.servers import layout_for, list_records, save_record
 from variantctl.runs.record import ServerRecord
 from variantctl.sweeps.executor import PointOutcome, run_sweep, stop_leftovers
@@ -47,7 +46,7 @@ def plan_on(hosts: list[str], n: int, tmp: Path) -> tuple[Plan, dict[str, Host]]
     catalog = load_catalog(REPO / "variants")
     known = {h: Host(name=h, workdir=str(tmp / h)) for h in hosts}
     plan = make_plan(spec, {"cpu-eager": resolve(catalog, "cpu-eager")}, known,
-                     {h: host_identity(x) for h, x in known.items()}, on_hosts=hosts)
+                     on_hosts=hosts)
     return plan, known
 
 

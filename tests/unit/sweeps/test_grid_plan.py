@@ -62,7 +62,6 @@ def _repo_plan(name: str, **kw: Any) -> Plan:
     catalog = load_catalog(REPO / "variants")
     hosts = dict(catalog.hosts)
     return make_plan(spec, {b: resolve(catalog, b) for b in spec.bases}, hosts,
-                     {n: host_identity(h) for n, h in hosts.items()},
                      on_hosts=spec.hosts, known_patchsets=(), **kw)
 
 
@@ -118,7 +117,7 @@ def _cpu_plan(history: History, **kw: Any) -> Plan:
     catalog = load_catalog(REPO / "variants")
     hosts = dict(catalog.hosts)
     return make_plan(spec, {"cpu-base": resolve(catalog, "cpu-base")}, hosts,
-                     {n: host_identity(h) for n, h in hosts.items()}, on_hosts=spec.hosts,
+                     on_hosts=spec.hosts,
                      known_patchsets=(), history=history, **kw)
 
 
@@ -158,7 +157,6 @@ def test_a_failure_under_an_edited_required_patchset_is_tried_again() -> None:
         base = resolve(catalog, "cpu-base")
         base = ResolvedVariant(**{**base.__dict__, "requires": ("fix",)})
         return make_plan(spec, {"cpu-base": base}, dict(catalog.hosts),
-                         {n: host_identity(h) for n, h in catalog.hosts.items()},
                          on_hosts=spec.hosts, known_patchsets=("fix",),
                          patchset_fingerprints={"fix": fingerprint},
                          history=History.from_records([record]))

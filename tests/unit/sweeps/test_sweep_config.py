@@ -61,8 +61,7 @@ def test_profile_true_is_part_of_the_point_key_not_of_the_configuration(tmp_path
     from tests.conftest import REPO
     from variantctl.config.variants import load_catalog
     from variantctl.hostmodel import Host
-    from variantctl.launch.core import host_identity
-    from variantctl.sweeps.history import config_key
+    from variantctl.runs.identity import config_key
     from variantctl.sweeps.plan import make_plan
     from variantctl.variants.resolve import resolve
 
@@ -70,20 +69,19 @@ def test_profile_true_is_part_of_the_point_key_not_of_the_configuration(tmp_path
     base = {"cpu-eager": resolve(catalog, "cpu-eager")}
     host = base["cpu-eager"].host
     hosts = {host: Host(name=host, workdir=str(tmp_path))}
-    idents = {host: host_identity(hosts[host])}
-    plain = make_plan(parse("base: cpu-eager\n"), base, hosts, idents).points[0]
+    plain = make_plan(parse("base: cpu-eager\n"), base, hosts).points[0]
     spec = parse("base: cpu-eager\nprofile: true\n")
-    assert spec.profile is True and spec.key_extra()["profile"] is True
-    profiled = make_plan(spec, base, hosts, idents).points[0]
+    assert spec.profile is True and spec.measured.profile is True
+    profiled = make_plan(spec, base, hosts).points[0]
     # a profiled measurement is another measurement (state, resume, ETA by point key)...
     assert profiled.point_key != plain.point_key
     # ...of the same configuration: a failed profiled start counts for the plain one too
     assert profiled.config_key == plain.config_key
     with_dir = plain.variant.with_args({}, env={"VARIANTCTL_PROFILE": "/w/profile/x"},
                                        origin="test")
-    assert config_key(with_dir.launch_view(), idents[host]) == plain.config_key
-    assert config_key(plain.variant.with_args({}, env={"OTHER": "1"}, origin="t")
-                      .launch_view(), idents[host]) != plain.config_key
+    assert config_key(with_dir, hosts[host], {}) == plain.config_key
+    assert config_key(plain.variant.with_args({}, env={"OTHER": "1"}, origin="t"),
+                      hosts[host], {}) != plain.config_key
 
 
 @pytest.mark.parametrize(("text", "where", "words"), [
