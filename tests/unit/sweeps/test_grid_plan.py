@@ -11,7 +11,8 @@ from variantctl.config.sweeps import load_sweep, parse_sweep
 from variantctl.config.variants import load_catalog
 from variantctl.config.yamlload import load_yaml_text
 from variantctl.hostmodel import Host
-from variantctl.launch.core import host_identity, variant_json
+from variantctl.launch.core import variant_json
+from variantctl.runs.identity import host_identity
 from variantctl.runs.run import RunRecord, RunVerdict
 from variantctl.sweeps.grid import expand
 from variantctl.sweeps.history import History
