@@ -15,6 +15,7 @@ jobs, any other starts processes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -101,10 +102,10 @@ class Launcher(Protocol):
         cannot be checked."""
         ...
 
-    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
-        """CPU seconds the server's processes have used so far (None: gone, or the
-        launcher cannot tell): a quiet log over working processes is a slow start, not
-        a hang (launch/watch.py)."""
+    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
+        """CPU seconds each of the server's processes (or job steps) has used so far
+        (None: gone, or the launcher cannot tell): a quiet log over working processes is
+        a slow start, not a hang (launch/watch.py)."""
         ...
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
@@ -179,10 +180,10 @@ class ProcessLauncher:
     def check_patches(self, variant: ResolvedVariant) -> bool:
         return True
 
-    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
-        from variantctl.targets.activity import group_cpu_seconds
+    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
+        from variantctl.targets.activity import group_cpu_times
 
-        return group_cpu_seconds(target, record.pid)
+        return group_cpu_times(target, record.pid)
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
         from variantctl.targets.activity import host_conditions

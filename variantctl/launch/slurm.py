@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -230,10 +230,10 @@ class SlurmLauncher:
             )
         return False
 
-    def cpu_seconds(self, target: Target, record: ServerRecord) -> float | None:
-        from variantctl.targets.slurm import job_cpu_seconds
+    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
+        from variantctl.targets.slurm import job_cpu_times
 
-        return job_cpu_seconds(target, self.spec, str(record.pid))
+        return job_cpu_times(target, self.spec, str(record.pid))
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
         # the node's load is not visible from the login node; GPUs are what the job asks

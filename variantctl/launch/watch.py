@@ -8,15 +8,15 @@ signature), ``timeout`` (no verdict within ``timeout``).
 
 Progress is more than new lines (a slow start is not a hang): bytes added to the log
 (a progress bar without a newline) count, and so does work — once the log has been
-quiet for half the stall time the server's processes' CPU time is sampled
-(:meth:`Launcher.cpu_seconds <variantctl.launch.launcher.Launcher.cpu_seconds>`), and
+quiet for a quarter of the stall time the server's processes' CPU time is sampled
+(:meth:`Launcher.cpu_times <variantctl.launch.launcher.Launcher.cpu_times>`), and
 processes that use at least :data:`BUSY_SHARE` of a core are still working: the stall
 clock restarts. A hung process waits (on a lock, a socket, a collective) and a waiting
 process uses no CPU, so a real hang still ends as one after ``stall`` seconds. Work
 excuses silence only so long: :data:`BUSY_STALLS` stall times since the last output,
 :data:`SILENT_PHASE_STALLS` in a phase vLLM is known to spend long and silent in
-(engine configuration, torch.compile in the profiling run, graph capture) — a
-collective that spins is a hang too.
+(the imports before the first line, engine configuration, torch.compile in the profiling
+run, graph capture) — a collective that spins is a hang too.
 
 A dropped SSH connection is not a verdict: the loop reconnects (the server
 keeps running on the host) and continues from the same log offset.
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.errors import TargetError
 from variantctl.launch.classify import ClassifierAdapter, Decision
 from variantctl.runs.record import ServerRecord
+from variantctl.targets.activity import cpu_used
 from variantctl.targets.base import Target
 from variantctl.targets.process import read_from
 
@@ -52,12 +53,15 @@ RECONNECT_FOR = 60.0
 #: gets a few per cent of a core
 BUSY_SHARE = 0.05
 #: how many stall times of silence since the last output working processes may excuse
-BUSY_STALLS = 2.0
-#: the same in a phase vLLM spends long and silent in
-SILENT_PHASE_STALLS = 5.0
-#: phases known to be long and silent: engine configuration (imports, platform and
-#: distributed set-up), the profiling run (torch.compile compiles first), graph capture
-SILENT_PHASES = frozenset({"engine-config", "kv-cache-profiling", "graph-capture"})
+BUSY_STALLS = 3.0
+#: the same in a phase vLLM spends long and silent in (a CPU server under load was seen
+#: silent for 68 s in engine configuration and 60 s at a time while torch.compile ran)
+SILENT_PHASE_STALLS = 10.0
+#: phases known to be long and silent: the imports before and after the banner (torch and
+#: vLLM on a fresh install take minutes), engine configuration (platform and distributed
+#: set-up), the profiling run (torch.compile compiles first), graph capture
+SILENT_PHASES = frozenset({"not-started", "process-start", "engine-config",
+                           "kv-cache-profiling", "graph-capture"})
 
 
 @dataclass
@@ -66,20 +70,21 @@ class BusyJudge:
     processes used (pure: the caller samples through the launcher)."""
 
     stall: float
-    last: tuple[float, float] | None = None
+    last: tuple[float, Mapping[str, float]] | None = None
 
     @property
     def poll(self) -> float:
         """Seconds between samples: four per half stall, at most 15 s apart."""
         return max(0.25, min(self.stall / 4, 15.0))
 
-    def share(self, now: float, cpu: float | None) -> float | None:
-        """CPU-seconds per second since the previous sample (None: the first sample, or
-        the launcher cannot tell)."""
+    def share(self, now: float, cpu: Mapping[str, float] | None) -> float | None:
+        """CPU-seconds per second the server's processes used since the previous sample
+        (``cpu``: seconds so far by process; None: the first sample, or the launcher cannot
+        tell)."""
         last, self.last = self.last, (None if cpu is None else (now, cpu))
         if cpu is None or last is None or now <= last[0]:
             return None
-        return max(0.0, cpu - last[1]) / (now - last[0])
+        return cpu_used(last[1], cpu) / (now - last[0])
 
     def excuses(self, share: float | None, silent: float, phase: str | None) -> bool:
         """Whether ``share`` of a core counts as progress after ``silent`` seconds without
@@ -196,12 +201,16 @@ def watch(
                     return outcome(decision.verdict, decision, count)
             if busy is not None and waiting is None:
                 now = clock()
-                if classifier.quiet_for() < busy.stall / 2:
+                quiet = classifier.quiet_for()
+                if quiet < busy.stall / 4:
                     busy.last = None  # sampling starts again when the log is quiet
-                elif now >= next_sample:
+                elif busy.last is None or now >= next_sample:
+                    # the baseline at a quarter of the stall, the verdict from half of it:
+                    # a sample that takes long (a loaded host) cannot let the stall pass
                     next_sample = now + busy.poll
-                    share = busy.share(now, launcher.cpu_seconds(target, record))
-                    if busy.excuses(share, now - last_output, classifier.phase()):
+                    share = busy.share(now, launcher.cpu_times(target, record))
+                    if quiet >= busy.stall / 2 and busy.excuses(share, now - last_output,
+                                                                classifier.phase()):
                         classifier.activity()
                         note = (f"log quiet for {now - last_output:.0f}s, its processes "
                                 f"use {share:.0%} of a core: still working")

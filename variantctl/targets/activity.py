@@ -11,6 +11,7 @@ not see, are measured by :mod:`variantctl.targets.slurm` (``sstat``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from variantctl.errors import TargetError
@@ -47,12 +48,15 @@ class HostConditions:
         return f"load average {self.load:.1f} on {self.cores} core{'s' if self.cores != 1 else ''}"
 
 
-def parse_group_cpu(text: str, pgid: int) -> float | None:
+def parse_group_cpu(text: str, pgid: int) -> dict[str, float] | None:
     """CPU seconds (user + system, with the children they waited for: the compilers
-    torch.compile starts) of the live processes of process group or session ``pgid``
-    in concatenated ``/proc/*/stat`` lines; None when none is alive."""
-    ticks = 0
-    found = False
+    torch.compile starts) of each live process of process group or session ``pgid`` in
+    concatenated ``/proc/*/stat`` lines, by pid; None when none is alive.
+
+    Per process, because the tree changes while a server starts: a helper that exits
+    takes its time with it, and a sum over the tree would then shrink and hide the work
+    of the others (:func:`cpu_used`)."""
+    out: dict[str, float] = {}
     for line in text.splitlines():
         head, sep, rest = line.partition(" (")
         if not sep or not head.strip().isdigit():
@@ -65,16 +69,22 @@ def parse_group_cpu(text: str, pgid: int) -> float | None:
         try:
             if pgid not in (int(fields[2]), int(fields[3])):
                 continue
-            ticks += sum(int(f) for f in fields[11:15])
+            out[head.strip()] = sum(int(f) for f in fields[11:15]) / USER_HZ
         except ValueError:
             continue
-        found = True
-    return ticks / USER_HZ if found else None
+    return out or None
 
 
-def group_cpu_seconds(target: Target, pgid: int) -> float | None:
-    """CPU seconds used so far by the server whose process group is ``pgid`` (see
-    :func:`parse_group_cpu`); None when it is gone or ``/proc`` cannot be read."""
+def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> float:
+    """CPU seconds the processes of ``after`` used since ``before`` (a process that is new
+    counts with all its time; one that ended counts no more)."""
+    return sum(max(0.0, t - before.get(k, 0.0)) for k, t in after.items())
+
+
+def group_cpu_times(target: Target, pgid: int) -> dict[str, float] | None:
+    """CPU seconds used so far by each process of the server whose process group is
+    ``pgid`` (see :func:`parse_group_cpu`); None when it is gone or ``/proc`` cannot be
+    read."""
     try:
         res = target.run(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"], timeout=30)
     except TargetError as exc:

@@ -266,15 +266,19 @@ def parse_slurm_duration(text: str) -> float | None:
     return ((days * 24 + hours) * 60 + mins) * 60 + secs
 
 
-def job_cpu_seconds(target: Target, spec: SlurmSpec, job_id: str) -> float | None:
-    """CPU seconds the running job's steps used so far (``sstat``'s TotalCPU summed over
-    its steps); None where the cluster does not gather job accounting (then a quiet log
-    is judged by its silence alone)."""
+def job_cpu_times(target: Target, spec: SlurmSpec, job_id: str) -> dict[str, float] | None:
+    """CPU seconds each step of the running job used so far (``sstat``'s TotalCPU, by step
+    id); None where the cluster does not gather job accounting (then a quiet log is judged
+    by its silence alone)."""
     res = _run(target, spec, ["sstat", "--noheader", "--parsable2", "--allsteps",
-                              "--format=TotalCPU", "-j", job_id])
+                              "--format=JobID,TotalCPU", "-j", job_id])
     if not res.ok:
         return None
-    values = [parse_slurm_duration(line) for line in res.stdout.splitlines() if line.strip()]
-    if not values or any(v is None for v in values):
-        return None
-    return sum(v for v in values if v is not None)
+    out: dict[str, float] = {}
+    for line in res.stdout.splitlines():
+        step, sep, total = line.partition("|")
+        seconds = parse_slurm_duration(total) if sep else None
+        if seconds is None:
+            continue
+        out[step.strip()] = seconds
+    return out or None

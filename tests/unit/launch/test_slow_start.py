@@ -20,7 +20,8 @@ from variantctl.launch.watch import (
 )
 from variantctl.targets.activity import (
     HostConditions,
-    group_cpu_seconds,
+    cpu_used,
+    group_cpu_times,
     host_conditions,
     parse_cores,
     parse_group_cpu,
@@ -49,8 +50,18 @@ def test_group_cpu_sums_user_system_and_waited_children_of_live_members() -> Non
         _stat(103, "setsid-child", "S", 103, 100, (5, 5, 0, 0)),  # same session
         "garbage line",
     ])
-    assert parse_group_cpu(text, 100) == pytest.approx((60 + 550 + 10) / 100)
+    assert parse_group_cpu(text, 100) == pytest.approx({"100": 0.6, "101": 5.5, "103": 0.1})
     assert parse_group_cpu(text, 300) is None
+
+
+def test_cpu_used_counts_each_process_so_one_that_ends_hides_no_work() -> None:
+    """A server's tree changes while it starts: a helper that exits takes its time with
+    it, which a sum over the tree would subtract from the others' work."""
+    before = {"100": 1.0, "101": 5.0, "102": 30.0}
+    after = {"100": 1.0, "101": 7.5, "103": 0.5}  # 102 ended; 103 is new
+    assert cpu_used(before, after) == pytest.approx(3.0)
+    assert sum(after.values()) < sum(before.values())  # what a tree sum would have seen
+    assert cpu_used(after, after) == 0.0
 
 
 def test_a_busy_process_tree_gains_cpu_time_and_a_sleeping_one_does_not() -> None:
@@ -63,28 +74,29 @@ def test_a_busy_process_tree_gains_cpu_time_and_a_sleeping_one_does_not() -> Non
                             start_new_session=True)
     try:
         time.sleep(0.5)  # both past their interpreter start
-        a_busy, a_idle = group_cpu_seconds(local, busy.pid), group_cpu_seconds(local, idle.pid)
+        a_busy, a_idle = group_cpu_times(local, busy.pid), group_cpu_times(local, idle.pid)
         deadline = time.monotonic() + 20
         b_busy = a_busy
         while b_busy == a_busy and time.monotonic() < deadline:
             time.sleep(0.5)
-            b_busy = group_cpu_seconds(local, busy.pid)
-        b_idle = group_cpu_seconds(local, idle.pid)
+            b_busy = group_cpu_times(local, busy.pid)
+        b_idle = group_cpu_times(local, idle.pid)
     finally:
         busy.kill()
         idle.kill()
         busy.wait()
         idle.wait()
-    assert a_busy is not None and b_busy is not None and b_busy > a_busy
-    assert a_idle is not None and b_idle == a_idle
-    assert group_cpu_seconds(local, busy.pid) is None  # gone
+    assert a_busy is not None and b_busy is not None and cpu_used(a_busy, b_busy) > 0
+    assert set(a_busy) == {str(busy.pid)}
+    assert a_idle is not None and b_idle is not None and cpu_used(a_idle, b_idle) == 0
+    assert group_cpu_times(local, busy.pid) is None  # gone
 
 
 def test_busy_judge_counts_work_within_its_budget() -> None:
     judge = BusyJudge(stall=10.0)
     assert judge.poll == 2.5
-    assert judge.share(100.0, 5.0) is None  # the first sample is the baseline
-    share = judge.share(102.0, 6.0)
+    assert judge.share(100.0, {"1": 5.0}) is None  # the first sample is the baseline
+    share = judge.share(102.0, {"1": 6.0})
     assert share == pytest.approx(0.5)
     # working: progress while the silence is within the budget of its phase
     assert judge.excuses(share, 15.0, "model-load")
