@@ -50,8 +50,9 @@ HEALTH_POLL = 1.0
 RECONNECT_FOR = 60.0
 #: CPU-seconds per second (a share of one core) of a server that still works: a hung one
 #: sleeps on a lock, a socket or a collective and uses none; a slow one under load still
-#: gets a few per cent of a core
-BUSY_SHARE = 0.05
+#: gets a few per cent of a core (vLLM's CPU worker is pinned to one core, which a loaded
+#: host shares with everything else)
+BUSY_SHARE = 0.02
 #: how many stall times of silence since the last output working processes may excuse
 BUSY_STALLS = 3.0
 #: the same in a phase vLLM spends long and silent in (a CPU server under load was seen
@@ -78,13 +79,18 @@ class BusyJudge:
         return max(0.25, min(self.stall / 4, 15.0))
 
     def share(self, now: float, cpu: Mapping[str, float] | None) -> float | None:
-        """CPU-seconds per second the server's processes used since the previous sample
-        (``cpu``: seconds so far by process; None: the first sample, or the launcher cannot
-        tell)."""
-        last, self.last = self.last, (None if cpu is None else (now, cpu))
-        if cpu is None or last is None or now <= last[0]:
+        """CPU-seconds per second the server's processes used since the baseline (the
+        first sample of this quiet stretch: a longer window smooths a loaded host's
+        scheduling); ``cpu``: seconds so far by process. None: this is the baseline, or
+        the launcher cannot tell."""
+        if cpu is None:
+            self.last = None
             return None
-        return cpu_used(last[1], cpu) / (now - last[0])
+        if self.last is None:
+            self.last = (now, cpu)
+            return None
+        since, base = self.last
+        return cpu_used(base, cpu) / (now - since) if now > since else None
 
     def excuses(self, share: float | None, silent: float, phase: str | None) -> bool:
         """Whether ``share`` of a core counts as progress after ``silent`` seconds without

@@ -98,6 +98,9 @@ def test_busy_judge_counts_work_within_its_budget() -> None:
     assert judge.share(100.0, {"1": 5.0}) is None  # the first sample is the baseline
     share = judge.share(102.0, {"1": 6.0})
     assert share == pytest.approx(0.5)
+    # the baseline stays: the window grows while the log is quiet
+    assert judge.share(104.0, {"1": 6.2}) == pytest.approx(0.3)
+    assert judge.last == (100.0, {"1": 5.0})
     # working: progress while the silence is within the budget of its phase
     assert judge.excuses(share, 15.0, "model-load")
     assert not judge.excuses(share, BUSY_STALLS * 10.0, "model-load")
