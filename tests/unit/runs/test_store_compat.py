@@ -60,7 +60,7 @@ def test_profile_compare_and_report_read_an_old_store(run_cli: Cli, project: Pat
     md = (project / "r" / "report.md").read_text()
     assert "2 run(s), 2 benchmark(s), 1 failed start(s), 1 skipped point(s)." in md
     assert ("cpu-eager@t-01: a stop rule ended the ladder at c=2 (random): "
-            "success 50 % < 100 %") in md
+            "success 50 % &lt; 100 %") in md  # report.md escapes HTML
     assert "## Code-level profile" in md and "| cpu-eager@t-03 | pending |" in md
     assert "not used" not in md  # every old file read
 
