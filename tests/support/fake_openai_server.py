@@ -179,7 +179,7 @@ class Server:
                 writer, b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n",
                 b"vllm:num_requests_running 1\n" * 40_000)
         if method == "GET" and path == "/v1/models":
-            model = MODEL + ("\x1b]0;pwned\x07\x1b[2J" if hostile == "escapes" else "")
+            model = MODEL + ("\x1b]0;pwned\x07\x1b[2J\x9b1m" if hostile == "escapes" else "")
             self.send_json(writer, 200, {"object": "list", "data": [{"id": model, "root": model}]})
         elif method == "GET" and path == "/timings":
             self.send_json(writer, 200, self.timings)

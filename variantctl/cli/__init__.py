@@ -193,9 +193,9 @@ def _echo_err(env: Environment | None, text: str) -> None:
 
 
 def _print_json_error(env: Environment | None, error: dict[str, object]) -> None:
-    import json
+    from variantctl.render.output import json_text
 
-    text = json.dumps({"error": error}, indent=2, ensure_ascii=False, default=str)
+    text = json_text({"error": error})
     if env is None:
         click.echo(text)
     else:

@@ -57,6 +57,14 @@ def error_lines(message: str, hint: str | None) -> list[Block]:
     return out
 
 
+#: DEL and the C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (it
+#: escapes only C0): as ``\u00NN`` escapes the document is the same JSON, and a C1 CSI
+#: (``\x9b``) from a server's text cannot act on the terminal the JSON is printed on
+_JSON_C1 = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
 def json_text(data: Any) -> str:
-    """``data`` as the indented JSON document ``--json`` prints (no trailing newline)."""
-    return json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=False)
+    """``data`` as the indented JSON document ``--json`` prints (no trailing newline);
+    every control character escaped (C0 by ``json``, DEL and C1 here)."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str,
+                      ensure_ascii=False).translate(_JSON_C1)

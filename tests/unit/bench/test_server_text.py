@@ -58,11 +58,15 @@ def test_bench_shows_a_hostile_model_id_filtered(run_cli: Run, project: Path) ->
                        "--warmup", "off"], project=project)
         assert res.code == 0, res.output
         assert_filtered(res.output)
-        assert "model fake-model\\x1b]0;pwned\\x07\\x1b[2J" in res.stdout
-        # JSON keeps the id as the server sent it (json escapes it; scripts get the truth)
+        assert "model fake-model\\x1b]0;pwned\\x07\\x1b[2J\\x9b1m" in res.stdout
+        # JSON keeps the id as the server sent it, every control character escaped
+        # (C0 by json, DEL and C1 by json_text): scripts get the truth, terminals no CSI
         res = run_cli(["bench", "--url", url, "--requests", "1", "--output-len", "2",
                        "--warmup", "off", "--json"], project=project)
-    assert json.loads(res.stdout)["target"]["model"] == "fake-model\x1b]0;pwned\x07\x1b[2J"
+    for c in RAW:
+        assert c not in res.stdout, repr(c)
+    assert json.loads(res.stdout)["target"]["model"] == (
+        "fake-model\x1b]0;pwned\x07\x1b[2J\x9b1m")
 
 
 def test_launch_and_runs_show_print_log_lines_filtered(run_cli: Run, project: Path) -> None:
