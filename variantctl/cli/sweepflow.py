@@ -160,11 +160,11 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
     from variantctl.cli.output import emit, print_json
     from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
     from variantctl.sweeps.executor import TargetPointRunner, run_sweep
-    from variantctl.sweeps.state import SweepState, read_state, state_path
+    from variantctl.sweeps.state import SweepState, read_state
     from variantctl.targets.connect import open_target
 
     project = Project(env)
-    path = state_path(env.runs_dir, name)
+    path = project.runs.sweep_state_path(name)
     previous = read_state(path)
     plan = load_plan(project, name, hosts=hosts, include_predicted=include_predicted,
                      previous=previous, resume=resume)
@@ -183,7 +183,8 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
     if resume and previous is None:
         env.stderr.print(f"no earlier run of sweep {name} to resume ({path}); starting it",
                          markup=False, highlight=False, soft_wrap=True)
-    state = SweepState.begin(path, plan, env.now, previous if resume else None)
+    state = SweepState.begin(path, plan, env.now, previous if resume else None,
+                             store=project.runs)
     # the catalog load_plan read: its hosts, and every patchset a point requires
     known = project.hosts
     ctx = project.launch_context(r for p in plan.points for r in p.variant.requires)

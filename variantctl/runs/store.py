@@ -233,6 +233,15 @@ class RunStore:
             return None
         return SweepDoc.from_json(data, source=str(path))
 
+    def write_sweep_state(self, path: Path, doc: Mapping[str, Any]) -> Path:
+        """A sweep's state document (``sweeps/NAME.json``; shape in docs/sweep.md, read
+        back as :class:`~variantctl.runs.sweepstate.SweepDoc`), replaced at once through
+        the one atomic writer: a killed variantctl leaves the last state written whole."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+        self._files.write_atomic(str(path), text.encode())
+        return path
+
 
 def _legacy_profiles(run_dir: Path) -> tuple[str, ...]:
     """The profile files of a schema 2 record (the one place the store lists a directory

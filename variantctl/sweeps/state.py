@@ -1,16 +1,15 @@
-"""The sweep state file ``runs/sweeps/NAME.json`` (effectful: local file, atomic writes).
+"""The state of a running sweep, kept by its host threads: ``runs/sweeps/NAME.json``.
 
-Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``); it is read back,
-validated, only as :class:`~variantctl.runs.sweepstate.SweepDoc` through the run store
-(here for ``--resume``, in ``variantctl report``). Every change is written at once
-(temp file + rename), so a killed variantctl leaves the last phase it reached, and
-``sweep --resume`` continues from there.
+Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``). The run store writes
+it (:meth:`RunStore.write_sweep_state`, atomically) and reads it back, validated, as
+:class:`~variantctl.runs.sweepstate.SweepDoc` (here for ``--resume``, in ``variantctl
+report``). Every change is written at once, so a killed variantctl leaves the last
+phase it reached, and ``sweep --resume`` continues from there.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -25,10 +24,6 @@ from variantctl.sweeps.plan import Plan, PlannedPoint
 SCHEMA = SWEEP_SCHEMA
 #: point statuses that --resume does not run again
 DONE = frozenset({"measured", "failed", "skipped"})
-
-
-def state_path(runs_dir: Path, sweep: str) -> Path:
-    return runs_dir / "sweeps" / f"{sweep}.json"
 
 
 def read_state(path: Path) -> SweepDoc | None:
@@ -57,14 +52,16 @@ def point_entry(p: PlannedPoint) -> dict[str, Any]:
 class SweepState:
     """The state of one sweep run, shared by the host threads (one lock, one file)."""
 
-    def __init__(self, path: Path, doc: dict[str, Any], now: Callable[[], datetime]):
-        self.path, self.doc, self.now = path, doc, now
+    def __init__(self, store: RunStore, path: Path, doc: dict[str, Any],
+                 now: Callable[[], datetime]):
+        self.store, self.path, self.doc, self.now = store, path, doc, now
         self._lock = threading.Lock()
 
     @classmethod
     def begin(cls, path: Path, plan: Plan, now: Callable[[], datetime],
-              previous: SweepDoc | None) -> SweepState:
-        """A state for ``plan``; with ``previous`` (--resume) the points it finished keep
+              previous: SweepDoc | None, *, store: RunStore | None = None) -> SweepState:
+        """A state for ``plan`` at ``path``, written through ``store`` (default: the run
+        store ``path`` is in); with ``previous`` (--resume) the points it finished keep
         their entries (matched by point key, so an edited grid reruns what changed)."""
         spec = plan.spec
         done = kept_on_resume(previous)
@@ -84,7 +81,7 @@ class SweepState:
             "bench": spec.bench_json(), "profile": spec.profile,
             "stop": spec.stop.to_json(), "points": points,
         }
-        state = cls(path, doc, now)
+        state = cls(store or RunStore(path.parent.parent), path, doc, now)
         state.save()
         return state
 
@@ -115,12 +112,8 @@ class SweepState:
             self._save_locked()
 
     def _save_locked(self) -> None:
-        from variantctl.runs.store import write_local_atomic
-
         self.doc["updated_at"] = self.now().isoformat()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.doc, indent=2, ensure_ascii=False, default=str) + "\n"
-        write_local_atomic(self.path, text.encode())
+        self.store.write_sweep_state(self.path, self.doc)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:

@@ -24,10 +24,11 @@ from variantctl.errors import TargetError, VariantctlError
 from variantctl.hostmodel import Host
 from variantctl.launch.servers import layout_for, list_records, save_record
 from variantctl.runs.record import ServerRecord
+from variantctl.runs.store import RunStore
 from variantctl.sweeps.executor import PointOutcome, run_sweep, stop_leftovers
 from variantctl.sweeps.model import StopRules
 from variantctl.sweeps.plan import Plan, PlannedPoint, make_plan
-from variantctl.sweeps.state import SweepState, read_state, state_path
+from variantctl.sweeps.state import SweepState, read_state
 from variantctl.sweeps.stoprules import stop_reason
 from variantctl.targets.base import Target
 from variantctl.targets.local import LocalTarget
@@ -143,7 +144,7 @@ def test_ctrl_c_stops_the_running_point_and_leaves_the_rest_pending(tmp_path: Pa
 
 def test_resume_keeps_finished_points_whose_runs_are_still_archived(tmp_path: Path) -> None:
     plan, _ = plan_on(["h1"], 3, tmp_path)
-    path = state_path(tmp_path / "runs", "t")
+    path = RunStore(tmp_path / "runs").sweep_state_path("t")
     state = SweepState.begin(path, plan, now, None)
     kept, gone = tmp_path / "runs" / "run-a", tmp_path / "runs" / "run-b"
     kept.mkdir(parents=True)

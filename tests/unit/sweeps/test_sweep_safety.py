@@ -91,26 +91,28 @@ def test_a_lock_left_by_a_dead_holder_holds_nothing(run_cli, tmp_path: Path) -> 
 
 def _full_disk_from_bench(monkeypatch, kind: str) -> None:  # type: ignore[no-untyped-def]
     """The disk fills up as the point's server is ready: from the state write that
-    records its ``bench`` phase on, every write of the state fails (injected at the one
-    local writer the state uses)."""
+    records its ``bench`` phase on, every write of the state fails. Injected under the
+    run store, which writes the state (``RunStore.write_sweep_state``), at the one local
+    atomic writer every file of this machine goes through (``LocalTarget.write_atomic``),
+    as the disk would: an OSError, or the TargetError the writer makes of one."""
     import errno
 
     from variantctl.errors import TargetError
-    from variantctl.runs import store
+    from variantctl.targets.local import LocalTarget
 
-    real = store.write_local_atomic
+    real = LocalTarget.write_atomic
     full = [False]
 
-    def write(path: Path, data: bytes) -> None:
-        if path.name == "s.json" and (full[0] or b'"phase": "bench"' in data):
+    def write(self: LocalTarget, path: str, data: bytes) -> None:
+        if Path(path).name == "s.json" and (full[0] or b'"phase": "bench"' in data):
             full[0] = True
             if kind == "oserror":
-                raise OSError(errno.ENOSPC, "No space left on device", str(path))
+                raise OSError(errno.ENOSPC, "No space left on device", path)
             raise TargetError("No space left on device", kind="other", host="local",
-                              path=str(path))
-        real(path, data)
+                              path=path)
+        real(self, path, data)
 
-    monkeypatch.setattr(store, "write_local_atomic", write)
+    monkeypatch.setattr(LocalTarget, "write_atomic", write)
 
 
 def test_a_state_write_failing_mid_point_stops_the_points_server(
