@@ -38,6 +38,21 @@ MAX_REPEAT = 10_000
 #: the longest --input-len of random prompts (the token ids are built in memory)
 MAX_INPUT_LEN = 10_000_000
 
+#: ``--prompt KIND:FILE`` (variantctl.bench.datasets reads them)
+DATASET_KINDS = ("sharegpt", "jsonl", "trace")
+#: the concurrency cap of a rate ladder or ramp-up in --duration mode when none is given
+RATE_CAP_DEFAULT = 256
+
+
+def dataset_spec(prompt: str) -> tuple[str, str] | None:
+    """``"sharegpt:FILE"`` → ``("sharegpt", "FILE")``; another ``--prompt`` → None."""
+    kind, sep, rest = prompt.partition(":")
+    if not sep or kind not in DATASET_KINDS:
+        return None
+    if not rest.strip():
+        raise _usage(f"--prompt {prompt!r}: expected {kind}:FILE")
+    return kind, rest
+
 
 def _usage(message: str) -> VariantctlError:
     return VariantctlError(message, exit_code=ExitCode.USAGE)
@@ -49,7 +64,7 @@ class BenchParams:
 
     endpoint: str = "chat"
     model: str | None = None
-    prompt: str = "short"  # short | tools | random | a file path
+    prompt: str = "short"  # short | tools | random | sharegpt:|jsonl:|trace:FILE | a file path
     input_len: int | None = None
     output_len: int = 128
     ignore_eos: bool = False
@@ -64,6 +79,21 @@ class BenchParams:
     concurrency: tuple[int, ...] = (1,)
     repeat: int = 1
     timeout_s: float = 600.0  # per request; a hung server must not hang the level forever
+    #: ``--output-len`` was given: it replaces a dataset's own output lengths
+    output_len_set: bool = False
+    #: ``--trace-speed``: a trace's timestamps are divided by it
+    trace_speed: float = 1.0
+    #: ``--request-rate 1,2,4``: one level per rate (``concurrency``: one cap); () none
+    rate_ladder: tuple[float, ...] = ()
+    #: ``--ramp-up linear|exponential --ramp-start R --ramp-end R`` (vLLM's ramp-up)
+    ramp_up: str | None = None
+    ramp_start: float | None = None
+    ramp_end: float | None = None
+    #: ``--search concurrency|rate``: capacity search under ``slo`` (variantctl.bench.search)
+    search: str | None = None
+    slo: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    slo_percentile: float = 90.0
+    max_level: float = 256.0
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
@@ -109,9 +139,73 @@ class BenchParams:
                                        for c in self.concurrency):
             raise _usage(f"--concurrency levels must be between 1 and {MAX_CONCURRENCY:,}, "
                          f"got {_levels(self.concurrency)}")
+        if not self.trace_speed > 0 or math.isinf(self.trace_speed):
+            raise _usage(f"--trace-speed must be > 0, got {self.trace_speed}")
+        spec = dataset_spec(self.prompt)
+        if self.trace_speed != 1.0 and (spec is None or spec[0] != "trace"):
+            raise _usage("--trace-speed needs --prompt trace:FILE")
+        self._check_arrivals(spec)
+        self._check_search(spec)
         parse_warmup(self.warmup)
         # Frozen means frozen: a caller's dict must not change the params later.
         object.__setattr__(self, "goodput", MappingProxyType(dict(self.goodput)))
+        object.__setattr__(self, "slo", MappingProxyType(dict(self.slo)))
+
+    def _check_search(self, spec: tuple[str, str] | None) -> None:
+        if self.search is None:
+            if self.slo:
+                raise _usage("--slo needs --search concurrency|rate")
+            return
+        if self.search not in ("concurrency", "rate"):
+            raise _usage(f"--search must be concurrency or rate, got {self.search!r}")
+        if not self.slo:
+            raise _usage("--search needs --slo ttft:MS,tpot:MS[,e2el:MS]")
+        if not 0 < self.slo_percentile <= 100:
+            raise _usage(f"--slo-percentile must be in (0, 100], got {self.slo_percentile:g}")
+        if not self.max_level >= 1 or math.isinf(self.max_level) or (
+                self.search == "concurrency" and not float(self.max_level).is_integer()):
+            what = "a whole number" if self.search == "concurrency" else "a number"
+            raise _usage(f"--max-level must be {what} >= 1, got {self.max_level:g}")
+        if self.rate_ladder or self.ramp_up is not None or (
+                spec is not None and spec[0] == "trace"):
+            raise _usage("--search chooses the levels: no rate ladder, ramp-up or trace with it")
+        if self.repeat != 1:
+            raise _usage("--search probes each level once: no --repeat with it")
+        if len(self.concurrency) != 1:
+            raise _usage("--search chooses the levels: give at most one --concurrency "
+                         "(the cap of a rate search)")
+        if self.search == "rate" and not math.isinf(self.request_rate):
+            raise _usage("--search rate chooses the rate: no --request-rate with it")
+
+    def _check_arrivals(self, spec: tuple[str, str] | None) -> None:
+        trace = spec is not None and spec[0] == "trace"
+        rated = bool(self.rate_ladder) or not math.isinf(self.request_rate)
+        if self.rate_ladder:
+            if len(self.rate_ladder) < 2 or any(
+                    not r > 0 or math.isnan(r) for r in self.rate_ladder):
+                raise _usage(f"--request-rate ladder must hold >= 2 rates > 0, got "
+                             f"{self.rate_ladder}")
+            if len(self.concurrency) != 1:
+                raise _usage("--request-rate with several rates is the ladder: give one "
+                             "--concurrency (the cap of every level), not several")
+        if trace and rated:
+            raise _usage("--prompt trace:FILE sends at the trace's times: no --request-rate")
+        if self.ramp_up is None:
+            if self.ramp_start is not None or self.ramp_end is not None:
+                raise _usage("--ramp-start/--ramp-end need --ramp-up linear|exponential")
+            return
+        if self.ramp_up not in ("linear", "exponential"):
+            raise _usage(f"--ramp-up must be linear or exponential, got {self.ramp_up!r}")
+        if self.ramp_start is None or self.ramp_end is None:
+            raise _usage("--ramp-up needs --ramp-start and --ramp-end (requests/s)")
+        if not 0 < self.ramp_start <= self.ramp_end or math.isinf(self.ramp_end):
+            raise _usage(f"--ramp-start must be > 0 and <= --ramp-end, got "
+                         f"{self.ramp_start:g} and {self.ramp_end:g}")
+        if rated or trace:
+            raise _usage("--ramp-up sets the request rate: no --request-rate or trace with it")
+        if self.duration is not None:
+            raise _usage("--ramp-up ramps over the level's requests: give --requests, "
+                         "not --duration")
 
     @property
     def requests_per_level(self) -> int | None:
@@ -121,8 +215,9 @@ class BenchParams:
         return self.requests if self.requests is not None else 100
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-safe dict (``inf`` as the string ``"inf"``), stable key order for hashing."""
-        return {
+        """A JSON-safe dict (``inf`` as the string ``"inf"``), stable key order for hashing
+        (keys added later appear only when they matter, so older params hash the same)."""
+        out: dict[str, Any] = {
             "endpoint": self.endpoint,
             "model": self.model,
             "prompt": self.prompt,
@@ -141,6 +236,20 @@ class BenchParams:
             "repeat": self.repeat,
             "timeout_s": self.timeout_s,
         }
+        if self.rate_ladder:
+            out["rate_ladder"] = list(self.rate_ladder)
+        if self.ramp_up is not None:
+            out |= {"ramp_up": self.ramp_up, "ramp_start": self.ramp_start,
+                    "ramp_end": self.ramp_end}
+        if self.search is not None:
+            out |= {"search": self.search, "slo": dict(sorted(self.slo.items())),
+                    "slo_percentile": self.slo_percentile, "max_level": self.max_level}
+        spec = dataset_spec(self.prompt)
+        if spec is not None:
+            out["output_len_set"] = self.output_len_set
+            if spec[0] == "trace":
+                out["trace_speed"] = self.trace_speed
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BenchParams:
@@ -171,6 +280,16 @@ class BenchParams:
                 concurrency=tuple(int(c) for c in concurrency),
                 repeat=f.integer("repeat", 1),
                 timeout_s=f.number("timeout_s", 600.0),
+                output_len_set=f.flag("output_len_set", False),
+                trace_speed=f.number("trace_speed", 1.0),
+                rate_ladder=f.numbers("rate_ladder"),
+                ramp_up=f.opt_text("ramp_up"),
+                ramp_start=f.opt_number("ramp_start"),
+                ramp_end=f.opt_number("ramp_end"),
+                search=f.opt_text("search"),
+                slo=f.number_map("slo"),
+                slo_percentile=f.number("slo_percentile", 90.0),
+                max_level=f.number("max_level", 256.0),
             )
         except StoredFileError:
             raise
@@ -214,7 +333,7 @@ def parse_concurrency(text: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
-def parse_goodput(text: str) -> dict[str, float]:
+def parse_goodput(text: str, option: str = "--goodput") -> dict[str, float]:
     """``"ttft:500,tpot:50"`` → ``{"ttft": 500.0, "tpot": 50.0}`` (milliseconds, like vLLM)."""
     slos: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",")):
@@ -222,17 +341,17 @@ def parse_goodput(text: str) -> dict[str, float]:
         key = key.strip().lower()
         if not sep or key not in GOODPUT_KEYS:
             raise _usage(
-                f"--goodput {text!r}: {part!r} is not KEY:MS with KEY one of "
+                f"{option} {text!r}: {part!r} is not KEY:MS with KEY one of "
                 f"{', '.join(GOODPUT_KEYS)} (e.g. ttft:500,tpot:50)"
             )
         try:
             ms = float(value)
         except ValueError:
-            raise _usage(f"--goodput {text!r}: {value.strip()!r} is not a number of ms") from None
+            raise _usage(f"{option} {text!r}: {value.strip()!r} is not a number of ms") from None
         if not ms > 0 or math.isinf(ms):
-            raise _usage(f"--goodput {text!r}: {key} must be a positive number of ms")
+            raise _usage(f"{option} {text!r}: {key} must be a positive number of ms")
         if key in slos:
-            raise _usage(f"--goodput {text!r}: {key} is given twice")
+            raise _usage(f"{option} {text!r}: {key} is given twice")
         slos[key] = ms
     return slos
 
@@ -248,6 +367,24 @@ def parse_rate(text: str) -> float:
     if not rate > 0 or math.isnan(rate):
         raise _usage(f"--request-rate {text!r} must be > 0 (or 'inf')")
     return rate
+
+
+def parse_rates(text: str) -> tuple[float, tuple[float, ...]]:
+    """``--request-rate``: ``"inf"``/``"2"`` → (rate, ()); ``"1,2,4"`` → (1.0, (1, 2, 4)),
+    the rate ladder (no duplicates, no ``inf`` in it)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1:
+        return parse_rate(text), ()
+    rates: list[float] = []
+    for part in parts:
+        rate = parse_rate(part)
+        if math.isinf(rate):
+            raise _usage(f"--request-rate {text!r}: a ladder of rates cannot hold 'inf' "
+                         "(--concurrency is the ladder of unlimited-rate levels)")
+        if rate in rates:
+            raise _usage(f"--request-rate {text!r}: rate {part} is given twice")
+        rates.append(rate)
+    return rates[0], tuple(rates)
 
 
 def parse_warmup(text: str) -> int | str:

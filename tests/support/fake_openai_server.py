@@ -19,6 +19,9 @@ Faults: ``--fail-every N`` answers every Nth request with HTTP 500; ``--die-afte
 exits the process after N requests have started. ``--request-log FILE`` appends one
 line per request, in arrival order (``METHOD PATH``, and a completion's
 ``max_tokens`` and prompt), so two clients can be compared request for request.
+Load: ``--itl-per-inflight-ms S`` makes each token gap ``--itl-ms`` + S × (streams in
+flight when the gap starts − 1), so TPOT grows linearly with the requests in flight
+(the capacity-search tests).
 
 HOSTILE modes (``--hostile MODE``, issue 19: a server that is broken or malicious, to
 show that the client counts, bounds and filters what it gets — no real server does
@@ -92,6 +95,7 @@ class Server:
         self.args = args
         self.tok = WordTokenizer()
         self.started = 0
+        self.inflight = 0  # streams between their head and their last token
         # What really happened, per streamed request: when its head was read and when each
         # token chunk was written (the server's own clock). A loaded machine can make the
         # server late; the fidelity tests compare the client with these, not with hopes.
@@ -258,17 +262,25 @@ class Server:
 
         middle = token_chunk(1) if n > 2 else b""
         ttft, gap = a.ttft_ms / 1000.0, a.itl_ms / 1000.0
+        slope = a.itl_per_inflight_ms / 1000.0
         writes: list[float] = []
         if not a.fast:
             self.timings.append({"arrived": arrived, "writes": writes})
-        for k in range(n):
-            if not a.fast:
-                delay = arrived + ttft + k * gap - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                writes.append(time.perf_counter())
-            writer.write(middle if 0 < k < n - 1 else token_chunk(k))
-            await writer.drain()
+        due = arrived + ttft
+        self.inflight += 1
+        try:
+            for k in range(n):
+                if not a.fast:
+                    delay = due - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    writes.append(time.perf_counter())
+                    # the next gap, as its start sees the load
+                    due += gap + slope * (self.inflight - 1)
+                writer.write(middle if 0 < k < n - 1 else token_chunk(k))
+                await writer.drain()
+        finally:
+            self.inflight -= 1
         if a.hostile == "deep-json":
             nested = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
             writer.write(b"%x\r\n%s\r\n" % (len(nested), nested))
@@ -306,6 +318,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--exit-after-log", action="store_true",
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
     p.add_argument("--request-log", default="", help="append each request to this file")
+    p.add_argument("--itl-per-inflight-ms", type=float, default=0.0)
     return p.parse_args(argv)
 
 

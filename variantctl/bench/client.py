@@ -41,6 +41,8 @@ class PreparedRequest:
     path: str  # "/v1/chat/completions" or "/v1/completions"
     body: bytes
     expected_prompt_tokens: int | None = None
+    #: a trace's arrival time, seconds from the level's start (None: the arrival profile's)
+    at_s: float | None = None
 
 
 def build_body(
@@ -53,6 +55,7 @@ def build_body(
     temperature: float,
     seed: int | None,
     extra: Mapping[str, Any] | None = None,
+    at_s: float | None = None,
 ) -> PreparedRequest:
     """The request body ``vllm bench serve`` would send, plus temperature/seed/extra."""
     payload: dict[str, Any] = {"model": model}
@@ -76,7 +79,7 @@ def build_body(
         payload["ignore_eos"] = True
     if extra:
         payload.update(extra)
-    return PreparedRequest(path=path, body=json.dumps(payload).encode())
+    return PreparedRequest(path=path, body=json.dumps(payload).encode(), at_s=at_s)
 
 
 def make_session(timeout_s: float, limit: int) -> aiohttp.ClientSession:

@@ -7,6 +7,12 @@ s, ``request_rate`` "inf" as a string). The per-request lists vLLM keeps by defa
 (``queue_times``, ``latencies``) are included; the ``--save-detailed`` lists are
 written too except ``generated_texts`` (the client does not keep the text), which
 is a list of empty strings so readers that zip the lists still work.
+
+Sampling differs by default: variantctl sends ``temperature`` 0 (greedy) unless told
+otherwise, ``vllm bench serve`` 0.32 sends no temperature at all (the server's or
+model's default decides, often sampling). The exported result says which temperature
+was sent (``temperature``) and why it matters (``variantctl_note``); pass
+``--temperature 0`` to ``vllm bench serve`` for the same requests.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ from variantctl.bench.model import LevelResult, Stats
 from variantctl.benchparams import BenchParams
 
 PERCENTILES = (10, 50, 90, 99)
+TEMPERATURE_NOTE = (
+    "variantctl sent this temperature (default 0: greedy); vllm bench serve 0.32 sends "
+    "none by default, so the server's default sampling applies: give it --temperature "
+    "0 to compare like with like")
 _BACKEND = {"chat": "openai-chat", "completions": "openai"}
 
 
@@ -39,6 +49,7 @@ def vllm_result(level: LevelResult, params: BenchParams, *, model: str,
     m = level.metrics
     reqs = level.requests
     backend = _BACKEND[params.endpoint]
+    rate = level.profile.rate if level.profile is not None else params.request_rate
     out: dict[str, Any] = {
         "date": (date or datetime.now()).strftime("%Y%m%d-%H%M%S"),
         "endpoint_type": backend,
@@ -47,7 +58,7 @@ def vllm_result(level: LevelResult, params: BenchParams, *, model: str,
         "model_id": model,
         "tokenizer_id": model,
         "num_prompts": len(reqs),
-        "request_rate": "inf" if math.isinf(params.request_rate) else params.request_rate,
+        "request_rate": "inf" if math.isinf(rate) else rate,
         "burstiness": params.burstiness,
         "max_concurrency": level.concurrency,
         "duration": m.duration_s,
@@ -71,14 +82,20 @@ def vllm_result(level: LevelResult, params: BenchParams, *, model: str,
         "max_output_tokens_per_s": m.max_output_tokens_per_s,
         "max_concurrent_requests": m.max_concurrent_requests,
         "rtfx": 0.0,
+        "temperature": params.temperature,
+        "variantctl_note": TEMPERATURE_NOTE,
     }
+    if level.profile is not None and level.profile.kind == "ramp-up":
+        out |= {"ramp_up_strategy": level.profile.ramp,
+                "ramp_up_start_rps": level.profile.ramp_start,
+                "ramp_up_end_rps": level.profile.ramp_end}
     _metric(out, "ttft", m.ttft_ms)
     _metric(out, "tpot", m.tpot_ms)
     _metric(out, "itl", m.itl_ms)
     _metric(out, "e2el", m.e2el_ms)
     ok = [r for r in reqs if r.ok]
     _metric(out, "client_queue_time", stats((r.queue_s for r in ok), 1000.0))
-    if not math.isinf(params.request_rate):
+    if not math.isinf(rate) or out.get("ramp_up_strategy"):
         _metric(out, "e2el_including_client_queue",
                 stats((r.latency_s + r.queue_s for r in ok), 1000.0))
     return out
@@ -92,6 +109,8 @@ def export_paths(path: Path, levels: Sequence[LevelResult]) -> list[Path]:
     suffix = path.suffix or ".json"
     out = []
     for lv in levels:
-        tag = f"-c{lv.concurrency}" + (f"-r{lv.repeat + 1}" if repeats else "")
+        rated = lv.profile is not None and lv.profile.kind == "rate"
+        tag = (f"-rate{lv.profile.rate:g}" if rated and lv.profile is not None
+               else f"-c{lv.concurrency}") + (f"-r{lv.repeat + 1}" if repeats else "")
         out.append(path.with_name(path.stem + tag + suffix))
     return out

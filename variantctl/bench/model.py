@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from variantctl.bench.arrival import Profile
+from variantctl.bench.search import SearchResult
 from variantctl.benchparams import BenchParams
 from variantctl.jsonfields import Fields
 
@@ -358,6 +360,8 @@ class LevelResult:
     #: the GPUs over the steady-state window only (None: no window, or not sampled)
     gpu_steady: GpuSummary | None = None
     server_metrics: ServerMetricsSummary | None = None
+    #: what produced the level's arrivals (None: a result from before profiles)
+    profile: Profile | None = None
 
     @property
     def all_failed(self) -> bool:
@@ -376,6 +380,7 @@ class LevelResult:
             "gpu": _attachment_json(self.gpu),
             "gpu_steady": _attachment_json(self.gpu_steady),
             "server_metrics": _attachment_json(self.server_metrics),
+            "profile": self.profile.to_json() if self.profile else None,
         }
 
     @classmethod
@@ -397,7 +402,16 @@ class LevelResult:
             gpu=_gpu_from_fields(f.opt_obj("gpu")),
             gpu_steady=_gpu_from_fields(f.opt_obj("gpu_steady")),
             server_metrics=_server_metrics_from_fields(f.opt_obj("server_metrics")),
+            profile=_profile_from_fields(f.opt_obj("profile")),
         )
+
+
+def _search_from_fields(f: Fields | None) -> SearchResult | None:
+    return None if f is None or not f.data else SearchResult.from_fields(f)
+
+
+def _profile_from_fields(f: Fields | None) -> Profile | None:
+    return None if f is None or not f.data else Profile.from_fields(f)
 
 
 def _attachment_json(value: GpuSummary | ServerMetricsSummary | None) -> Any:
@@ -450,6 +464,8 @@ class BenchResult:
     target: Target
     started_at: str  # ISO 8601 UTC
     levels: tuple[LevelResult, ...]
+    #: ``bench --search``: the capacity found and every probe (the probes are ``levels``)
+    search: SearchResult | None = None
 
     @property
     def tpot_increase(self) -> dict[int, float | None]:
@@ -468,6 +484,7 @@ class BenchResult:
             "params": self.params.to_json(),
             "tpot_increase": {str(c): _num(v) for c, v in self.tpot_increase.items()},
             "levels": [level.to_json() for level in self.levels],
+            **({"search": self.search.to_json()} if self.search is not None else {}),
         }
 
     @classmethod
@@ -486,6 +503,7 @@ class BenchResult:
             target=Target.from_fields(f.obj("target")),
             started_at=f.text("started_at"),
             levels=tuple(LevelResult.from_fields(level) for level in f.objs("levels", _MISSING)),
+            search=_search_from_fields(f.opt_obj("search")),
         )
 
 

@@ -54,9 +54,11 @@ _MAX_ROUNDS = 12
 class Prompt:
     """One request's prompt: text or messages (chat), text or ids (completions)."""
 
-    content: str | list[dict[str, Any]]
+    content: str | list[int] | list[dict[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. tools, tool_choice
     expected_tokens: int | None = None  # exact for random prompts
+    output_len: int | None = None  # a dataset's own output length (None: --output-len)
+    at_s: float | None = None  # a trace's arrival, seconds from its first request
 
 
 def _file_error(path: Path, line: int | None, message: str) -> VariantctlError:
@@ -186,11 +188,16 @@ class Tokenizer:
                                isinstance(data.get("prompt"), str)))
 
 
+async def corpus_pool(tok: Tokenizer) -> list[int]:
+    """The token ids random prompts are drawn from (a plain-text corpus's tokens)."""
+    return sorted(set(await tok.encode(_CORPUS, special=False)))
+
+
 async def random_prompts(
     tok: Tokenizer, *, n: int, input_len: int, endpoint: str, seed: int
 ) -> list[Prompt]:
     """``n`` prompts of exactly ``input_len`` prompt tokens as the server counts them."""
-    pool = sorted(set(await tok.encode(_CORPUS, special=False)))
+    pool = await corpus_pool(tok)
     if endpoint == "chat":
         overhead = await tok.count_chat([{"role": "user", "content": ""}])
     else:

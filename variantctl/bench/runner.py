@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from variantctl.bench import metrics, prompts
+from variantctl.bench import arrival, datasets, metrics, prompts
 from variantctl.bench.client import (
     PreparedRequest,
     build_body,
@@ -120,7 +120,17 @@ async def prepare(
 ) -> list[PreparedRequest]:
     """``n`` request bodies for ``params`` (random prompts cost server round trips)."""
     base = _api(base_url)
-    if params.prompt == "random":
+    spec = datasets.parse_spec(params.prompt)
+    if spec is not None:
+        async with make_session(60.0, 16) as session:
+            tok = prompts.Tokenizer(session, base, model)
+            plist = await datasets.prompts_for(
+                spec, tok, n=n, endpoint=params.endpoint, seed=params.seed,
+                output_len=params.output_len if params.output_len_set else None,
+                requests=params.requests, trace_speed=params.trace_speed)
+        if spec.kind != "trace":  # a trace is replayed once, in order, at its times
+            plist = [plist[i % len(plist)] for i in range(n)]
+    elif params.prompt == "random":
         assert params.input_len is not None  # BenchParams guarantees it
         async with make_session(60.0, 16) as session:
             tok = prompts.Tokenizer(session, base, model)
@@ -135,40 +145,24 @@ async def prepare(
     out: list[PreparedRequest] = []
     for i, p in enumerate(plist):
         content = p.content
-        if params.endpoint == "completions" and isinstance(content, list):
+        if params.endpoint == "completions" and isinstance(content, list) and any(
+                isinstance(c, dict) for c in content):
             raise VariantctlError(
                 f"{params.prompt}: chat messages cannot be sent to /v1/completions "
                 "(use --endpoint chat)", exit_code=ExitCode.USAGE)
         out.append(build_body(
             endpoint=params.endpoint, model=model, prompt=content,
-            output_len=params.output_len, ignore_eos=params.ignore_eos,
+            output_len=p.output_len or params.output_len, ignore_eos=params.ignore_eos,
             temperature=params.temperature,
             # A per-request sampling seed makes sampled runs repeatable; greedy needs none.
             seed=params.seed + i if params.temperature > 0 else None,
-            extra=p.extra))
+            extra=p.extra, at_s=p.at_s))
     return out
 
 
 def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[float]:
-    """vLLM's ``get_request`` schedule: cumulative gamma delays, rescaled to n/rate."""
-    if math.isinf(rate):
-        return [0.0] * n
-    rng = random.Random(seed)
-    delays: list[float] = []
-    for _ in range(n):
-        if math.isinf(burstiness):
-            delays.append(1.0 / rate)
-        else:
-            delays.append(rng.gammavariate(burstiness, 1.0 / (rate * burstiness)))
-    total = 0.0
-    out: list[float] = []
-    for d in delays:
-        total += d
-        out.append(total)
-    if out and out[-1] > 0:
-        factor = (n / rate) / out[-1]
-        out = [t * factor for t in out]
-    return out
+    """vLLM's ``get_request`` schedule at a constant rate (:func:`arrival.offsets`)."""
+    return arrival.offsets(arrival.Profile("concurrency", rate=rate), n, burstiness, seed)
 
 
 async def _preconnect(session: aiohttp.ClientSession, base: str, n: int) -> None:
@@ -270,15 +264,23 @@ async def run_level(
     warmup: bool = True,
     repeat: int = 0,
     on_start: Callable[[], None] | None = None,
+    profile: arrival.Profile | None = None,
 ) -> LevelResult:
     """One level at ``concurrency``: warm-up (per ``params.warmup``), then the measurement.
     ``on_start`` is called the moment the level's clock starts (its requests' ``start_s``
-    count from there), so a caller can place its own samples on the level's time axis."""
+    count from there), so a caller can place its own samples on the level's time axis.
+    ``profile`` is the level's arrival profile (default: the params' constant rate)."""
     base = _api(base_url)
+    if profile is None:
+        profile = arrival.Profile("concurrency", rate=params.request_rate)
     model = model or params.model or await probe(base_url, 10.0)
     total = params.requests_per_level
     n_prompts = total if total is not None else DURATION_PROMPTS
     reqs = list(prepared) if prepared else await prepare(base, params, n_prompts, model=model)
+    #: a trace replays its own arrival times, each request once
+    trace = [r.at_s for r in reqs if r.at_s is not None]
+    if trace:
+        total = len(trace)
     warm = None
     stop = stop or asyncio.Event()
     results: list[RequestResult] = []
@@ -325,9 +327,10 @@ async def run_level(
             return r
 
         async def issue() -> None:
-            if total is not None:
-                schedule = arrival_offsets(total, params.request_rate, params.burstiness,
-                                           params.seed)
+            if trace:
+                schedule = trace
+            elif total is not None:
+                schedule = arrival.offsets(profile, total, params.burstiness, params.seed)
             else:
                 schedule = []
             rng = random.Random(params.seed)
@@ -338,10 +341,8 @@ async def run_level(
                     if i >= total:
                         return
                     next_at = schedule[i]
-                elif i > 0 and not math.isinf(params.request_rate):
-                    b = params.burstiness
-                    next_at += (1.0 / params.request_rate if math.isinf(b) else
-                                rng.gammavariate(b, 1.0 / (params.request_rate * b)))
+                elif i > 0:
+                    next_at += arrival.next_gap(profile, i, params.burstiness, rng)
                 assert params.duration is not None or total is not None
                 if params.duration is not None and next_at >= params.duration:
                     return
@@ -352,7 +353,8 @@ async def run_level(
                         return
                     except asyncio.TimeoutError:
                         pass
-                gated = params.duration is not None and math.isinf(params.request_rate)
+                gated = (params.duration is not None and math.isinf(profile.rate)
+                         and not trace)
                 if gated:
                     # Unlimited rate for a duration: send as slots free up, instead of
                     # an unbounded backlog of waiting tasks.
@@ -427,6 +429,8 @@ async def run_level(
         partial_reason=partial_reason,
         repeat=repeat,
         warmup=warm,
+        profile=profile if not trace else arrival.Profile("trace",
+                                                          trace_speed=params.trace_speed),
     )
 
 

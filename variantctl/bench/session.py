@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from variantctl.bench import arrival, search
 from variantctl.bench.gpu import GpuSampler, GpuSummary, find_monitor, not_available
 from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.bench.model import Target as BenchTarget
@@ -298,6 +299,8 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
     interrupted = _install_sigint(loop, stop)
     levels: list[LevelResult] = []
     death: ServerDeath | None = None
+    #: ``--search``: the probes choose the levels (variantctl.bench.search)
+    finder = search.Search(params) if params.search is not None else None
     try:
         # prompts once for the whole ladder (random prompts cost tokenizer round trips)
         prepared = await prepare(m.base_url, params,
@@ -305,7 +308,11 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
         index = 0
         stopped_by: str | None = None
         for repeat in range(params.repeat):
-            for concurrency in params.concurrency:
+            steps: Iterator[tuple[float | None, arrival.Level]] = (
+                ((None, lv) for lv in arrival.levels(params)) if finder is None
+                else finder.steps())
+            for probed, planned in steps:
+                concurrency = planned.concurrency
                 if stop.is_set():
                     break
                 step = LevelStep(index, concurrency, repeat, m.base_url)
@@ -320,11 +327,14 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
                     if stop.is_set():
                         break
                 note(f"{m.label}: concurrency {concurrency}"
+                     + (f", {planned.profile.label()}"
+                        if planned.profile.kind != "concurrency" else "")
                      + (f", repeat {repeat + 1}/{params.repeat}" if params.repeat > 1 else ""))
                 if m.profile is not None:
                     await asyncio.to_thread(m.profile.mark)
                 level, died = await _one_level(m, params, concurrency, model, prepared,
-                                               repeat, monitor, why_no_gpu, stop, loop)
+                                               repeat, monitor, why_no_gpu, stop, loop,
+                                               profile=planned.profile)
                 if m.profile is not None:
                     await asyncio.to_thread(m.profile.collect, concurrency, repeat)
                 level = dataclasses.replace(level, warmup=warm)
@@ -339,6 +349,8 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
                         level, partial=True, partial_reason="interrupted"
                         + (f" ({level.partial_reason})" if level.partial_reason else ""))
                 levels.append(level)
+                if finder is not None and probed is not None and not level.partial:
+                    finder.record(level, probed)
                 if death is not None or stop.is_set():
                     break
                 stopped_by = await asyncio.to_thread(hooks.after_level, step, level)
@@ -351,7 +363,8 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
     target_info = BenchTarget(url=m.base_url, variant=m.record.variant if m.record else None,
                               host=m.host.name if m.host else None, model=model)
     result = BenchResult(params=params, target=target_info, started_at=started_at,
-                         levels=tuple(levels))
+                         levels=tuple(levels),
+                         search=finder.result() if finder is not None else None)
     return RunOutcome(m.label, result, death=death, interrupted=interrupted[0])
 
 
@@ -379,7 +392,7 @@ async def _until_stopped(coro: Any, stop: asyncio.Event) -> Any:
 async def _one_level(
     m: Measurement, params: BenchParams, concurrency: int, model: str, prepared: Any,
     repeat: int, monitor: list[str] | None, why_no_gpu: str, stop: asyncio.Event,
-    loop: asyncio.AbstractEventLoop,
+    loop: asyncio.AbstractEventLoop, *, profile: arrival.Profile | None = None,
 ) -> tuple[LevelResult, bool]:
     """The measured part of a level, with GPU sampler, /metrics scraper and watchdog beside."""
     from variantctl.bench.runner import run_level
@@ -398,7 +411,8 @@ async def _one_level(
         async with scraper:
             level = await run_level(m.base_url, params, concurrency, on_progress=m.on_progress,
                                     stop=stop, model=model, prepared=prepared, warmup=False,
-                                    repeat=repeat, on_start=lambda: started.append(m.clock()))
+                                    repeat=repeat, on_start=lambda: started.append(m.clock()),
+                                    profile=profile)
     died = watchdog is not None and watchdog.died
     if watchdog is not None and not died and (level.errors or level.partial):
         # a dead server fails the rest of the level in milliseconds, faster than the

@@ -27,25 +27,42 @@ from variantctl.env import Environment
 @click.option("--endpoint", type=click.Choice(["chat", "completions"]), default="chat",
               show_default=True, help="/v1/chat/completions or /v1/completions.")
 @click.option("--model", help="Model name to request (default: the one the server serves).")
-@click.option("--concurrency", "concurrency", default="1", show_default=True,
-              help="A ladder of levels, one after another: 1,2,4.")
+@click.option("--concurrency", "concurrency",
+              help="A ladder of levels, one after another: 1,2,4 (default 1; under a "
+              "rate ladder or ramp-up, the cap: default --requests, else 256).")
 @click.option("--requests", "requests", type=int, help="Requests per level (default 100).")
 @click.option("--duration", type=FiniteFloat(min=0, min_open=True),
               help="Seconds per level instead of --requests.")
 @click.option("--prompt", default="short", show_default=True,
-              help="short | tools (the seed's 29-tool request) | random | FILE.")
+              help="short | tools (the seed's 29-tool request) | random | FILE | "
+              "sharegpt:FILE | jsonl:FILE | trace:FILE (docs/bench.md, Datasets).")
 @click.option("--input-len", type=int, help="Prompt tokens (--prompt random: exact).")
-@click.option("--output-len", type=int, default=128, show_default=True,
-              help="max_tokens of every request.")
+@click.option("--output-len", type=int,
+              help="max_tokens of every request (default 128; a dataset's own lengths "
+              "unless given).")
+@click.option("--trace-speed", "trace_speed", type=float, default=1.0, show_default=True,
+              help="--prompt trace:FILE: replay N times faster.")
 @click.option("--ignore-eos", is_flag=True, help="Generate exactly --output-len tokens.")
 @click.option("--temperature", type=FiniteFloat(min=0), default=0.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Prompts, arrivals and sampling seed.")
 @click.option("--request-rate", "request_rate", default="inf", show_default=True,
               help="Requests/s (Poisson-like arrivals) or inf (all at once, up to the "
-              "concurrency).")
+              "concurrency); several (1,2,4): a ladder, one level per rate.")
+@click.option("--ramp-up", "ramp_up", type=click.Choice(["linear", "exponential"]),
+              help="Ramp the rate from --ramp-start to --ramp-end over the level's "
+              "requests, as vllm bench serve --ramp-up-strategy.")
+@click.option("--ramp-start", "ramp_start", type=float, help="--ramp-up: first requests/s.")
+@click.option("--ramp-end", "ramp_end", type=float, help="--ramp-up: last requests/s.")
 @click.option("--burstiness", type=float, default=1.0, show_default=True,
               help="Gamma shape of the arrivals (1 = Poisson), as vllm bench serve.")
+@click.option("--search", "search", type=click.Choice(["concurrency", "rate"]),
+              help="Find the highest concurrency (or rate) whose latencies meet --slo.")
+@click.option("--slo", help="--search: SLOs in ms, ttft:MS,tpot:MS[,e2el:MS].")
+@click.option("--slo-percentile", "slo_percentile", type=float, default=90.0,
+              show_default=True, help="--search: the percentile held to the SLOs.")
+@click.option("--max-level", "max_level", type=float, default=256.0, show_default=True,
+              help="--search: the highest level probed.")
 @click.option("--warmup", default="auto", show_default=True,
               help="auto (same lengths, half the concurrency, 50-100 requests) | N | off.")
 @click.option("--goodput", help="SLOs in ms for goodput: ttft:MS,tpot:MS,e2el:MS.")
@@ -67,10 +84,13 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: str | None,
-          endpoint: str, model: str | None, concurrency: str, requests: int | None,
-          duration: float | None, prompt: str, input_len: int | None, output_len: int,
+          endpoint: str, model: str | None, concurrency: str | None, requests: int | None,
+          duration: float | None, prompt: str, input_len: int | None,
+          output_len: int | None, trace_speed: float,
           ignore_eos: bool, temperature: float, seed: int, request_rate: str,
-          burstiness: float, warmup: str, goodput: str | None, repeat: int,
+          ramp_up: str | None, ramp_start: float | None, ramp_end: float | None,
+          burstiness: float, search: str | None, slo: str | None, slo_percentile: float,
+          max_level: float, warmup: str, goodput: str | None, repeat: int,
           request_timeout: float, export_vllm: Path | None, no_store: bool,
           profile: bool, profile_trace: Path | None, as_json: bool) -> None:
     """Benchmark VARIANT (its running server, through the host's SSH connection) or --url.
@@ -78,14 +98,16 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
     Several VARIANTs are measured one after another and shown in one table.
     """
     from variantctl.benchparams import (
+        RATE_CAP_DEFAULT,
         BenchParams,
         parse_concurrency,
         parse_goodput,
-        parse_rate,
+        parse_rates,
         parse_url,
     )
     from variantctl.cli import finish
     from variantctl.errors import VariantctlError
+    from variantctl.exitcodes import ExitCode
 
     if bool(variants) == bool(url):
         raise VariantctlError("give a VARIANT (or several) or --url, not both",
@@ -97,15 +119,32 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
                               "at launch), not --url")
     if profile_trace and not profile:
         raise VariantctlError("--profile-trace needs --profile")
-    if prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
-        raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random or a file",
+    from variantctl.bench import datasets
+
+    spec = datasets.parse_spec(prompt)
+    if spec is not None:
+        datasets.load(spec)  # bad input is refused before any server is reached
+    elif prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
+        raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random, a file or "
+                              "sharegpt:|jsonl:|trace:FILE",
                               hint="a FILE holds one prompt per line or a JSON list")
+    rate, ladder = parse_rates(request_rate)
+    if search == "concurrency" and concurrency is not None:
+        raise VariantctlError("--search concurrency chooses the concurrency: no --concurrency",
+                              exit_code=ExitCode.USAGE)
+    if concurrency is None:  # under a rate, the concurrency is only a cap
+        capped = ladder or ramp_up or search == "rate"
+        concurrency = str(requests or RATE_CAP_DEFAULT) if capped else "1"
     params = BenchParams(
         endpoint=endpoint, model=model, prompt=prompt, input_len=input_len,
-        output_len=output_len, ignore_eos=ignore_eos, temperature=temperature, seed=seed,
-        request_rate=parse_rate(request_rate), burstiness=burstiness, requests=requests,
+        output_len=output_len or 128, output_len_set=output_len is not None,
+        trace_speed=trace_speed, ignore_eos=ignore_eos, temperature=temperature, seed=seed,
+        request_rate=rate, rate_ladder=ladder, ramp_up=ramp_up, ramp_start=ramp_start,
+        ramp_end=ramp_end, burstiness=burstiness, requests=requests,
         duration=duration, warmup=warmup, goodput=parse_goodput(goodput) if goodput else {},
         concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
+        search=search, slo=parse_goodput(slo, "--slo") if slo else {},
+        slo_percentile=slo_percentile, max_level=max_level,
     )
     from variantctl.cli.benchflow import run_bench
 

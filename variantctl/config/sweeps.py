@@ -50,8 +50,14 @@ _BENCH = Struct("bench", {
     "warmup": Field(OneOf(Int(min=0), Str())),
     "repeat": Field(Int(min=1)),
     "endpoint": Field(Str()),
-    "request_rate": Field(OneOf(Float(min=0.001), Str(pattern="inf", what="'inf'"))),
+    "request_rate": Field(OneOf(Float(min=0.001), Str(pattern="inf", what="'inf'"),
+                                ListOf(Float(min=0.001), min_len=2))),
+    "ramp_up": Field(OneOf(Str(pattern="linear", what="'linear'"),
+                           Str(pattern="exponential", what="'exponential'"))),
+    "ramp_start": Field(Float(min=0.001, finite=True)),
+    "ramp_end": Field(Float(min=0.001, finite=True)),
     "timeout_s": Field(Float(min=1, finite=True)),
+    "trace_speed": Field(Float(min=0.001, finite=True)),
 })
 
 _SWEEP = Struct("sweep", {
@@ -200,14 +206,15 @@ def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,
 
 
 def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
-    from variantctl.benchparams import BenchParams
+    from variantctl.benchparams import RATE_CAP_DEFAULT, BenchParams
 
     prompts = data.get("prompts") or ("short",)
     common: dict[str, Any] = {}
     for key in ("requests", "duration", "input_len", "output_len", "ignore_eos",
-                "temperature", "seed", "repeat", "endpoint", "timeout_s"):
+                "temperature", "seed", "repeat", "endpoint", "timeout_s", "trace_speed"):
         if key in data:
             common[key] = data[key]
+    common["output_len_set"] = "output_len" in data  # else a dataset's own lengths
     if "concurrency" in data:
         if len(set(data["concurrency"])) != len(data["concurrency"]):
             raise doc.error(("bench", "concurrency"), "a level is given twice")
@@ -216,7 +223,20 @@ def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
         common["warmup"] = str(data["warmup"])
     if "request_rate" in data:
         rate = data["request_rate"]
-        common["request_rate"] = math.inf if rate == "inf" else float(rate)
+        if isinstance(rate, (list, tuple)):  # a rate ladder: one level per rate
+            if len(set(rate)) != len(rate):
+                raise doc.error(("bench", "request_rate"), "a rate is given twice")
+            common["rate_ladder"] = tuple(float(r) for r in rate)
+            common["request_rate"] = float(rate[0])
+            if "concurrency" not in data:
+                common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
+        else:
+            common["request_rate"] = math.inf if rate == "inf" else float(rate)
+    for key in ("ramp_up", "ramp_start", "ramp_end"):
+        if key in data:
+            common[key] = data[key]
+    if "ramp_up" in data and "concurrency" not in data:
+        common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
     out = []
     for i, prompt in enumerate(prompts):
         try:

@@ -56,6 +56,10 @@ def _several(results: Sequence[tuple[str, BenchResult]]) -> int:
 
 def _level_name(lv: LevelResult, repeats: bool) -> str:
     name = str(lv.concurrency)
+    if lv.profile is not None and lv.profile.kind == "rate":
+        name = f"{lv.profile.rate:g}/s ≤{lv.concurrency}"
+    elif lv.profile is not None and lv.profile.kind in ("ramp-up", "trace"):
+        name += f" {lv.profile.label()}"
     if repeats:
         name += f" #{lv.repeat + 1}"
     if lv.partial:
@@ -270,7 +274,24 @@ def result_blocks(results: Sequence[tuple[str, BenchResult]]) -> list[Block]:
             line(f"{prefix}: errors: {listed}")
         for w in lv.metrics.warnings:
             line(f"{prefix}: warning: {w}", wrap=True)
+    for label, res in results:
+        if res.search is not None:
+            line(f"{label}: {search_line(res.search)}", wrap=True)
     return out
+
+
+def search_line(sr: Any) -> str:
+    """``bench --search``: the capacity found, its SLOs and the probes, in one line."""
+    slo = ", ".join(f"{k} ≤ {v:g} ms" for k, v in sr.slo.items())
+    unit = "" if sr.mode == "concurrency" else " req/s"
+    probes = " ".join(f"{p.level:g}{'✓' if p.passed else '✗'}" for p in sr.probes)
+    if sr.best_level is None:
+        found = f"no {sr.mode} meets the SLOs (P{sr.percentile:g} {slo})"
+    else:
+        found = f"capacity: {sr.mode} {sr.best_level:g}{unit} (P{sr.percentile:g} {slo})"
+    why = (f"; limited by {sr.limiting}" if sr.limiting
+           else f"; --max-level {sr.max_level:g} reached")
+    return f"{found}{why}; probed {probes}"
 
 
 def death_blocks(death: Any) -> list[Block]:

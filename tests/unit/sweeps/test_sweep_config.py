@@ -169,3 +169,20 @@ def test_a_host_list_overrides_the_base_hosts(run_cli, tmp_path: Path) -> None: 
     assert [p["host"] for p in json.loads(res.stdout)["plan"]["points"]] == ["h1"]
     res = run_cli(["sweep", "own", "--dry-run"], project=tmp_path)
     assert res.code == 2 and "elsewhere" in res.stderr.splitlines()[0]
+
+
+def test_a_bench_block_takes_rate_ladders_ramp_ups_and_datasets() -> None:
+    (ladder,) = parse("base: a\nbench:\n  request_rate: [1, 2.5, 4]\n  requests: 30\n").bench
+    assert ladder.rate_ladder == (1.0, 2.5, 4.0) and ladder.concurrency == (30,)
+    (ramp,) = parse("base: a\nbench:\n  ramp_up: exponential\n  ramp_start: 1\n"
+                    "  ramp_end: 8\n  concurrency: 16\n").bench
+    assert (ramp.ramp_up, ramp.ramp_start, ramp.ramp_end, ramp.concurrency) == (
+        "exponential", 1, 8, (16,))
+    (trace,) = parse("base: a\nbench:\n  prompts: trace:t.jsonl\n  trace_speed: 2\n").bench
+    assert trace.trace_speed == 2.0 and trace.output_len_set is False
+    with pytest.raises(ConfigError, match=r"t.yaml:3:3: bench: ramp_up needs ramp_start"):
+        parse("base: a\nbench:\n  ramp_up: linear\n")
+    with pytest.raises(ConfigError, match=r"give one concurrency"):
+        parse("base: a\nbench:\n  request_rate: [1, 2]\n  concurrency: [1, 2]\n")
+    with pytest.raises(ConfigError, match=r"a rate is given twice"):
+        parse("base: a\nbench:\n  request_rate: [1, 1]\n")
