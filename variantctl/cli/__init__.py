@@ -10,8 +10,10 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Sequence
 from contextvars import ContextVar
 from importlib import import_module
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -143,8 +145,6 @@ def _run(argv: list[str], env: Environment | None) -> int:
     except click.exceptions.Abort:
         return report_error(VariantctlError("aborted", exit_code=ExitCode.INTERRUPTED), env)
     except click.ClickException as exc:
-        from variantctl.cli.common import json_requested
-
         if JSON_OUTPUT.get() or json_requested(argv):
             # the message of click's own `Error: …` line; a usage error for exit 2
             from variantctl.errors import KIND_BY_EXIT_CODE
@@ -219,3 +219,14 @@ def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
     if exc.hint:
         _echo_err(env, f"hint: {visible_lines(exc.hint)}")
     return exc.exit_code
+
+
+def json_requested(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` asks for JSON, for usage errors click raises before any callback.
+
+    Words after ``--`` are arguments (a log file may be called ``--json``).
+    """
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if "--json" in words or "--format=json" in words:
+        return True
+    return any(a == "--format" and b == "json" for a, b in pairwise(words))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import update_wrapper
-from itertools import pairwise
 from typing import Any, TypeVar, cast
 
 import click
@@ -65,17 +64,6 @@ def format_option(choices: Sequence[str], default: str, help: str) -> Callable[[
         )(func)
 
     return decorate
-
-
-def json_requested(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` asks for JSON, for usage errors click raises before any callback.
-
-    Words after ``--`` are arguments (a log file may be called ``--json``).
-    """
-    words = list(argv[: argv.index("--")] if "--" in argv else argv)
-    if "--json" in words or "--format=json" in words:
-        return True
-    return any(a == "--format" and b == "json" for a, b in pairwise(words))
 
 
 class FiniteFloat(click.FloatRange):

@@ -25,7 +25,7 @@ def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None
     from variantctl.cli.output import emit, print_json
     from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
-    from variantctl.launch.servers import stop_servers
+    from variantctl.launch.launcher import stop_servers
     from variantctl.project.loaded import Project
     from variantctl.project.selection import select_hosts, variant_host
     from variantctl.render.servers import stop_blocks, stops_json

@@ -16,10 +16,11 @@ jobs, any other starts processes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.hostmodel import Host
+from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.activity import HostConditions
 from variantctl.targets.base import Target
@@ -28,18 +29,6 @@ if TYPE_CHECKING:
     from variantctl.launch.servers import ServerStatus, StopOutcome
     from variantctl.targets.process import ProcIdentity
     from variantctl.variants.model import ResolvedVariant
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One look at a started server (one round trip where the launcher can)."""
-
-    #: it still runs or waits to run (False: it ended, the record is stale)
-    alive: bool
-    #: HTTP status of /health where it runs (None: nothing answered or not asked)
-    health: int | None = None
-    #: why it has not started running yet (a SLURM PENDING reason), None once it runs
-    waiting: str | None = None
 
 
 class Launcher(Protocol):
@@ -199,3 +188,19 @@ def launcher_for(host: Host) -> Launcher:
 
         return SlurmLauncher(host, host.slurm)
     return ProcessLauncher(host)
+
+
+def stop_servers(
+    target: Target, host: Host, variant: str | None, *, grace: float = 10.0
+) -> list[StopOutcome]:
+    """Stop ``variant`` (or every recorded server when None) on one host."""
+    from variantctl.launch.servers import layout_for, list_records, load_record
+
+    launcher = launcher_for(host)
+    layout = layout_for(target, host)
+    if variant is not None:
+        rec = load_record(target, layout, variant)
+        records = [rec] if rec is not None else []
+    else:
+        records = list_records(target, layout)
+    return [launcher.stop(target, layout, r, grace=grace) for r in records]

@@ -234,22 +234,6 @@ def stop_server(
     return outcome
 
 
-def stop_servers(
-    target: Target, host: Host, variant: str | None, *, grace: float = 10.0
-) -> list[StopOutcome]:
-    """Stop ``variant`` (or every recorded server when None) on one host."""
-    from variantctl.launch.launcher import launcher_for
-
-    launcher = launcher_for(host)
-    layout = layout_for(target, host)
-    if variant is not None:
-        rec = load_record(target, layout, variant)
-        records = [rec] if rec is not None else []
-    else:
-        records = list_records(target, layout)
-    return [launcher.stop(target, layout, r, grace=grace) for r in records]
-
-
 def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
     """What a stop did, as JSON (``stop --json`` and run.json)."""
     return {

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host, SlurmSpec
-from variantctl.launch.launcher import Probe
+from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.activity import HostConditions
 from variantctl.targets.base import Target

@@ -25,6 +25,7 @@ import libcst as cst
 
 from variantctl.patching import custom, instrument
 from variantctl.patching.model import Operation
+from variantctl.patching.scopes import Candidate, Chain, body_statements, scopes
 from variantctl.patching.states import (
     APPLIED,
     DRIFTED,
@@ -154,7 +155,6 @@ def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     yield item
 
 
-Chain = tuple[cst.CSTNode, ...]
 
 
 def _calls(root: cst.CSTNode, chain: Chain) -> list[tuple[cst.Call, Chain]]:
@@ -183,52 +183,6 @@ def _calls(root: cst.CSTNode, chain: Chain) -> list[tuple[cst.Call, Chain]]:
     return out
 
 
-def _body_statements(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Chain]]:
-    """Statements of a module/class/function body, looking through if/try/with/for/while
-    (which do not open a scope), each with its ancestors below ``node``."""
-
-    def suite(container: cst.CSTNode, chain: Chain) -> Iterator[tuple[cst.CSTNode, Chain]]:
-        body: Any = getattr(container, "body", ())
-        if isinstance(body, cst.CSTNode):  # IndentedBlock / SimpleStatementSuite
-            chain = (*chain, body)
-            body = getattr(body, "body", ())
-        for stmt in body:
-            yield stmt, chain
-            if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(
-                stmt, (cst.ClassDef, cst.FunctionDef)
-            ):
-                yield from compound(stmt, (*chain, stmt))
-
-    def compound(stmt: cst.CSTNode, chain: Chain) -> Iterator[tuple[cst.CSTNode, Chain]]:
-        yield from suite(stmt, chain)
-        for handler in getattr(stmt, "handlers", ()):
-            yield from suite(handler, (*chain, handler))
-        for name in ("orelse", "finalbody"):
-            other = getattr(stmt, name, None)
-            if isinstance(other, cst.If):  # elif
-                yield other, chain
-                yield from compound(other, (*chain, other))
-            elif isinstance(other, cst.CSTNode):
-                yield from suite(other, (*chain, other))
-
-    yield from suite(node, ())
-
-
-def _scopes(module: cst.Module) -> Iterator[tuple[str, cst.CSTNode, Chain]]:
-    """Every class and function with its qualified name and ancestors."""
-
-    def rec(node: cst.CSTNode, prefix: str, chain: Chain) -> Iterator[
-            tuple[str, cst.CSTNode, Chain]]:
-        for stmt, sub in _body_statements(node):
-            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
-                qual = f"{prefix}{stmt.name.value}"
-                full = (*chain, *sub)
-                yield qual, stmt, full
-                yield from rec(stmt, qual + ".", (*full, stmt))
-
-    yield from rec(module, "", (module,))
-
-
 def _dotted(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
@@ -241,24 +195,16 @@ def _dotted(node: cst.CSTNode) -> str | None:
 # -- candidates per operation -------------------------------------------------
 
 
-@dataclass
-class _Candidate:
-    node: cst.CSTNode
-    chain: Chain
-    kind: str  # from / to / other
-    code: str
-
-
 def _scope_roots(module: cst.Module, names: Sequence[str]) -> list[tuple[cst.CSTNode, Chain]]:
     if not names:
         return [(module, (module,))]
     wanted = set(names)
-    return [(node, (*chain, node)) for qual, node, chain in _scopes(module) if qual in wanted]
+    return [(node, (*chain, node)) for qual, node, chain in scopes(module) if qual in wanted]
 
 
-def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
     assert op.callee is not None
-    out: list[_Candidate] = []
+    out: list[Candidate] = []
     seen: set[int] = set()
     for root, chain in _scope_roots(module, op.within):
         for node, parents in _calls(root, chain):
@@ -271,14 +217,14 @@ def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candi
                 if id(arg.value) in seen:
                     continue
                 seen.add(id(arg.value))
-                out.append(_Candidate(arg.value, (*parents, node, arg),
+                out.append(Candidate(arg.value, (*parents, node, arg),
                                       m.classify(arg.value, op), m.code(arg.value)))
     return out
 
 
-def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
-    out: list[_Candidate] = []
-    for qual, node, chain in _scopes(module):
+def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+    out: list[Candidate] = []
+    for qual, node, chain in scopes(module):
         if qual != op.function or not isinstance(node, cst.FunctionDef):
             continue
         params = node.params
@@ -286,19 +232,19 @@ def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candi
             if param.name.value != op.param:
                 continue
             if param.default is None:
-                out.append(_Candidate(param.name, (*chain, node, params, param), "other",
+                out.append(Candidate(param.name, (*chain, node, params, param), "other",
                                       f"{op.param} (no default)"))
             else:
-                out.append(_Candidate(param.default, (*chain, node, params, param),
+                out.append(Candidate(param.default, (*chain, node, params, param),
                                       m.classify(param.default, op), m.code(param.default)))
     return out
 
 
-def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
     roots = _scope_roots(module, [op.scope]) if op.scope else [(module, (module,))]
-    out: list[_Candidate] = []
+    out: list[Candidate] = []
     for root, chain in roots:
-        for stmt, sub in _body_statements(root):
+        for stmt, sub in body_statements(root):
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
             for small in stmt.body:
@@ -309,15 +255,15 @@ def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[_Ca
                     value = small.value
                 if value is None:
                     continue
-                out.append(_Candidate(value, (*chain, *sub, stmt, small),
+                out.append(Candidate(value, (*chain, *sub, stmt, small),
                                       m.classify(value, op), m.code(value)))
     return out
 
 
-def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[_Candidate]:
+def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
     assert op.from_ is not None and op.to is not None
     pats = (pattern(op.from_), pattern(op.to))
-    out: list[_Candidate] = []
+    out: list[Candidate] = []
     for root, chain in _scope_roots(module, op.within):
         stack: list[tuple[cst.CSTNode, Chain]] = [(root, chain[:-1])]
         while stack:
@@ -327,7 +273,7 @@ def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[_Ca
                         else "to" if m.equals(node, pats[1]) else None)
                 if kind is not None:
                     # never look inside a match: `to` may contain `from`
-                    out.append(_Candidate(node, parents, kind, m.code(node)))
+                    out.append(Candidate(node, parents, kind, m.code(node)))
                     continue
             sub = (*parents, node)
             stack.extend((c, sub) for c in reversed(list(_children(node))))
@@ -441,7 +387,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _op_state(op: Operation, cands: list[_Candidate]) -> tuple[str, str]:
+def _op_state(op: Operation, cands: list[Candidate]) -> tuple[str, str]:
     n_from = sum(c.kind == "from" for c in cands)
     n_to = sum(c.kind == "to" for c in cands)
     if n_from == op.count and n_to == 0:
@@ -493,7 +439,7 @@ def analyze(
         return FileAnalysis(digest, ERROR, error=f"cannot parse: {exc}")
 
     m = _Matcher(module)
-    found: list[tuple[Operation, list[_Candidate], str, str]] = []
+    found: list[tuple[Operation, list[Candidate], str, str]] = []
     swaps: dict[int, cst.CSTNode] = {}
     ancestors: set[int] = set()
     swapped_chains: list[Chain] = []
@@ -572,7 +518,7 @@ def analyze(
     return FileAnalysis(digest, overall, states, new_data, sha256(new_data), tuple(changed))
 
 
-def _lines(module: cst.Module, cands: list[_Candidate]) -> dict[int, int]:
+def _lines(module: cst.Module, cands: list[Candidate]) -> dict[int, int]:
     """1-based line of each candidate node.
 
     Cheaper than libcst's PositionProvider (a metadata pass costs about two parses):

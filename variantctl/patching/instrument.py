@@ -32,18 +32,15 @@ is what ``status`` shows as "the points this release has".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
 
 from variantctl.patching.model import Operation
+from variantctl.patching.scopes import Candidate, scopes
 from variantctl.patching.states import APPLIED, DRIFTED, PRISTINE
 from variantctl.profilevar import PROFILE_ENV
-
-if TYPE_CHECKING:
-    from variantctl.patching.engine import _Candidate
 
 #: the decorator every profile point gets, defined by the inlined block
 DECORATOR = "_variantctl_profile"
@@ -104,12 +101,6 @@ def block_statements() -> list[cst.BaseStatement]:
 # -- finding ------------------------------------------------------------------
 
 
-def _scopes(module: cst.Module) -> Iterator[tuple[str, cst.CSTNode, tuple[cst.CSTNode, ...]]]:
-    from variantctl.patching.engine import _scopes as scopes
-
-    return scopes(module)
-
-
 def _is_block(stmt: cst.CSTNode) -> bool:
     if isinstance(stmt, cst.FunctionDef):
         return stmt.name.value == DECORATOR
@@ -136,17 +127,15 @@ def _our_decorator(dec: cst.Decorator) -> tuple[str, bool] | None:
     return name, sync
 
 
-def detect(op: Operation, module: cst.Module) -> tuple[str, str, list[_Candidate]]:
+def detect(op: Operation, module: cst.Module) -> tuple[str, str, list[Candidate]]:
     """(state, reason, one candidate per listed function found) of ``op`` in ``module``."""
-    from variantctl.patching.engine import _Candidate
-
     has_block = [_is_block(s) for s in module.body]
     n_block = sum(has_block)
     wanted = set(op.functions)
-    cands: list[_Candidate] = []
+    cands: list[Candidate] = []
     seen: set[str] = set()
     wrong: list[str] = []
-    for qual, node, chain in _scopes(module):
+    for qual, node, chain in scopes(module):
         if qual not in wanted or not isinstance(node, cst.FunctionDef):
             continue
         seen.add(qual)
@@ -158,7 +147,7 @@ def detect(op: Operation, module: cst.Module) -> tuple[str, str, list[_Candidate
         else:
             kind = "other"
             wrong.append(qual)
-        cands.append(_Candidate(node.name, (*chain, node), kind, qual))
+        cands.append(Candidate(node.name, (*chain, node), kind, qual))
     missing = [f for f in op.functions if f not in seen]
     kinds = {c.kind for c in cands}
     if missing:

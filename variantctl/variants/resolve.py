@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from variantctl.errors import ConfigError, NotFoundError
 from variantctl.spelling import did_you_mean
@@ -32,8 +32,16 @@ from variantctl.variants.model import (
     Vendor,
 )
 
-if TYPE_CHECKING:
-    from variantctl.config.variants import Catalog
+
+class LayerCatalog(Protocol):
+    """What :func:`resolve` reads of a loaded catalog (``config.variants.Catalog``),
+    declared here so this pure package does not import the YAML reader back."""
+
+    @property
+    def layers(self) -> Mapping[str, Layer]: ...
+
+    @property
+    def resolved_memo(self) -> dict[str, Any]: ...
 
 SCALARS = ("host", "command", "model", "port", "vllm_version", "log", "compile_cache")
 SECTIONS = ("args", "env", "expect", "startup", "vendor")
@@ -185,7 +193,7 @@ def _accumulate(name: str, layers: Mapping[str, Layer], memo: dict[str, _Acc]) -
 
 
 def resolve(
-    catalog: Catalog, name: str, *, host: str | None = None, port: int | None = None
+    catalog: LayerCatalog, name: str, *, host: str | None = None, port: int | None = None
 ) -> ResolvedVariant:
     """The named variant with every parent merged; NotFoundError (did-you-mean) if unknown.
 

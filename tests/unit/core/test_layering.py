@@ -103,3 +103,76 @@ def test_pure_packages_do_no_io() -> None:
 def test_the_cycle_check_sees_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _module_imports(tree: ast.AST, package: str) -> list[str]:
+    """Modules a file imports (``from pkg import mod`` names the module ``pkg.mod``),
+    relative imports resolved against ``package``; ``TYPE_CHECKING`` blocks left out."""
+    out: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parts, base] if base else parts)
+            out.append(base)
+            out.extend(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def module_graph() -> dict[str, set[str]]:
+    """File -> the files of ``variantctl/`` it imports, lazy imports included."""
+    names = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = path.relative_to(PKG.parent).with_suffix("").parts
+        is_init = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_init else parts)
+        names[module] = (path, module if is_init else module.rpartition(".")[0])
+    edges: dict[str, set[str]] = {}
+    for module, (path, package) in names.items():
+        found = _module_imports(ast.parse(path.read_text()), package)
+        edges[module] = {n for n in found if n in names and n != module}
+    return edges
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that reach each other (each group sorted), one per circle."""
+    reach: dict[str, set[str]] = {}
+    for start in edges:
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(edges.get(node, ()))
+        reach[start] = seen
+    groups = {tuple(sorted({m} | {o for o in reach[m] if m in reach.get(o, ())}))
+              for m in edges if m in reach[m]}
+    return sorted(list(g) for g in groups)
+
+
+def test_no_import_circles_between_files() -> None:
+    """No two files import each other, directly or round a circle (issue 18.5: launcher,
+    servers and slurm did; so did the patch engine and the profile instrumentation)."""
+    edges = module_graph()
+    circles = _circles(edges)
+    detail = ["  ".join(f"{m} -> {sorted(edges[m] & set(c))}" for m in c) for c in circles]
+    assert not circles, "import circles between files:\n" + "\n".join(detail)
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
+    assert _circles(edges) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
