@@ -270,8 +270,13 @@ def job_cpu_times(target: Target, spec: SlurmSpec, job_id: str) -> dict[str, flo
     """CPU seconds each step of the running job used so far (``sstat``'s TotalCPU, by step
     id); None where the cluster does not gather job accounting (then a quiet log is judged
     by its silence alone)."""
-    res = _run(target, spec, ["sstat", "--noheader", "--parsable2", "--allsteps",
-                              "--format=JobID,TotalCPU", "-j", job_id])
+    try:
+        res = _run(target, spec, ["sstat", "--noheader", "--parsable2", "--allsteps",
+                                  "--format=JobID,TotalCPU", "-j", job_id], timeout=10)
+    except TargetError as exc:
+        if exc.kind == "unreachable":
+            raise
+        return None  # no sstat on the login node, or it did not answer: cannot tell
     if not res.ok:
         return None
     out: dict[str, float] = {}
