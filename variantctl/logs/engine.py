@@ -241,10 +241,6 @@ class Engine:
         """True while a match waits for a possible continuation line."""
         return bool(self._deferred)
 
-    @property
-    def in_traceback(self) -> bool:
-        return bool(self._tbs)
-
     def note_first_timestamp(self, raw: str) -> bool:
         """Record a line's timestamp as the start of the log; True once one was found."""
         stamp = timestamp_of(raw)

@@ -138,12 +138,6 @@ class Catalog:
         """The signature called ``sig_id``, or None."""
         return self._by_id.get(sig_id)
 
-    def phase_index(self, phase_id: str) -> int:
-        for i, p in enumerate(self.phases):
-            if p.id == phase_id:
-                return i
-        return -1
-
     def all_keywords(self) -> Sequence[str]:
         """Every lowercase keyword a line must contain to be worth a closer look."""
         words: set[str] = set()

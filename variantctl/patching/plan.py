@@ -62,9 +62,6 @@ class Plan:
     def writes(self) -> tuple[FilePlan, ...]:
         return tuple(f for f in self.files if f.action == WRITE)
 
-    @property
-    def blocked(self) -> tuple[FilePlan, ...]:
-        return tuple(f for f in self.files if f.action in (REFUSE, FAIL))
 
 
 def module_relpath(module: str) -> str:

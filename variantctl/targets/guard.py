@@ -51,10 +51,6 @@ class StateConflict(TargetError):
         self.done = list(done)
 
 
-def is_link(st: FileStat | None) -> bool:
-    return st is not None and statmod.S_ISLNK(st.mode)
-
-
 def check_regular_or_absent(target: Target, path: str) -> FileStat | None:
     """``path`` is a regular file (returned) or absent (None); anything else is refused."""
     st = target.lstat(path)

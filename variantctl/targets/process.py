@@ -258,11 +258,6 @@ def spawn_detached(
     return int(text)
 
 
-def signal_group(target: Target, pgid: int, sig: str) -> None:
-    """``kill -SIG -- -PGID`` (a gone group is not an error)."""
-    target.run(["sh", "-c", f"kill -{sig} -- -{int(pgid)} 2>/dev/null; true"], timeout=15)
-
-
 _STOP_SCRIPT = r"""
 import json, os, signal, sys, time
 pg, grace, poll = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])

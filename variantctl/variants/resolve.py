@@ -205,13 +205,6 @@ def resolve(
     return v.with_overrides(host=host, port=port)
 
 
-def resolve_layers(layers: Mapping[str, Layer], name: str) -> ResolvedVariant:
-    """:func:`resolve` on plain layers, whose graph is checked first."""
-    _known(layers, name)
-    check_graph(layers)
-    return _resolve(layers, name, {})
-
-
 def _known(layers: Mapping[str, Layer], name: str) -> None:
     if name not in layers:
         hint = did_you_mean(name, layers) or (

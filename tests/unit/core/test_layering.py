@@ -8,7 +8,8 @@ only ``if TYPE_CHECKING:`` blocks are left out.
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from itertools import pairwise
 from pathlib import Path
 
@@ -176,3 +177,29 @@ def test_the_circle_check_sees_a_circle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
     assert _circles(edges) == [["a", "b", "c"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+#: names called by a framework, never by name in this code: libcst visitors, click's
+#: group hooks, urllib's redirect handler, a click command whose name differs
+FRAMEWORK_HOOKS = re.compile(
+    r"(visit|leave)_[A-Za-z]+|get_command|format_commands|redirect_request|list_")
+
+
+def test_no_unused_functions() -> None:
+    """Every function, method and class of ``variantctl/`` is named somewhere besides its
+    definition (the package, tests, scripts or benchmarks): dead code is removed, not kept
+    (issue 18.5)."""
+    root = PKG.parent
+    words: Counter[str] = Counter()
+    for folder in ("variantctl", "tests", "scripts", "benchmarks"):
+        for path in (root / folder).rglob("*.py"):
+            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text()))
+    unused = [
+        f"{path.relative_to(root)}:{node.lineno} {node.name}"
+        for path in sorted(PKG.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and not node.name.startswith("__") and words[node.name] <= 1
+        and not FRAMEWORK_HOOKS.fullmatch(node.name)
+    ]
+    assert not unused, "defined but never used:\n" + "\n".join(unused)
