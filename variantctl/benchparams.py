@@ -94,6 +94,10 @@ class BenchParams:
     slo: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     slo_percentile: float = 90.0
     max_level: float = 256.0
+    #: ``--until-ci PCT``: repeat each level until its throughput interval's half-width is
+    #: under PCT % of the mean (at least ``min_repeat``, at most ``max_repeat`` times)
+    until_ci: float | None = None
+    max_repeat: int = 10
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
@@ -135,6 +139,16 @@ class BenchParams:
             raise _usage("give --requests or --duration, not both")
         if not 1 <= self.repeat <= MAX_REPEAT:
             raise _usage(f"--repeat must be between 1 and {MAX_REPEAT:,}, got {self.repeat}")
+        if self.until_ci is not None:
+            if self.search is not None or self.rate_ladder:
+                raise _usage("--until-ci repeats each concurrency level: not with --search "
+                             "or a --request-rate ladder")
+            if not 0 < self.until_ci < 100:
+                raise _usage(f"--until-ci must be a percentage in (0, 100), got {self.until_ci:g}")
+            if not self.min_repeat <= self.max_repeat <= MAX_REPEAT:
+                raise _usage(f"--max-repeat must be >= {self.min_repeat} (--until-ci needs "
+                             f"at least 3 repeats, and --repeat {self.repeat}) and <= "
+                             f"{MAX_REPEAT:,}, got {self.max_repeat}")
         if not self.concurrency or any(not 1 <= c <= MAX_CONCURRENCY
                                        for c in self.concurrency):
             raise _usage(f"--concurrency levels must be between 1 and {MAX_CONCURRENCY:,}, "
@@ -208,6 +222,12 @@ class BenchParams:
                          "not --duration")
 
     @property
+    def min_repeat(self) -> int:
+        """``--until-ci``: the repeats every level gets before its interval is judged (3:
+        the fewest a t interval over repeats is made from; more with a larger --repeat)."""
+        return max(3, self.repeat)
+
+    @property
     def requests_per_level(self) -> int | None:
         """Requests per level; ``None`` when the level is bounded by ``--duration``."""
         if self.duration is not None:
@@ -236,6 +256,10 @@ class BenchParams:
             "repeat": self.repeat,
             "timeout_s": self.timeout_s,
         }
+        if self.until_ci is not None:
+            # only when set: the JSON of plain parameters (hashed by the sweep's history)
+            # stays what it was
+            out |= {"until_ci": self.until_ci, "max_repeat": self.max_repeat}
         if self.rate_ladder:
             out["rate_ladder"] = list(self.rate_ladder)
         if self.ramp_up is not None:
@@ -290,6 +314,8 @@ class BenchParams:
                 slo=f.number_map("slo"),
                 slo_percentile=f.number("slo_percentile", 90.0),
                 max_level=f.number("max_level", 256.0),
+                until_ci=f.opt_number("until_ci"),
+                max_repeat=f.integer("max_repeat", 10),
             )
         except StoredFileError:
             raise

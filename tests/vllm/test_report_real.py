@@ -109,19 +109,22 @@ def test_markdown_report_of_real_runs(lab: Lab, tmp_path: Path) -> None:
     md = (out / "report.md").read_text()
     for name in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # every level of the real ladder: 4 of 4 requests, a TTFT and a throughput
-    rows = re.findall(r"^\| cpu-eager \| (\d) \| (\d/\d) \| (\d+) \| ([\d.]+) \|", md, re.M)
+    # every level of the real ladder: 4 of 4 requests, a TTFT and a throughput; the point
+    # labelled by the setting the two points differ in, each figure with its interval
+    rows = re.findall(r"^\| seqs=default \| (\d) \| (\d/\d) \| (\d+) \| ([\d.]+) "
+                      r"±[\d.]+ n=4\*! \|", md, re.M)
     assert [(c, ok, pct) for c, ok, pct, _ in rows] == [("1", "4/4", "100"),
                                                         ("2", "4/4", "100")]
     assert all(float(t) > 0 for *_, t in rows)
-    assert "| cpu-eager | 1 | – | not available (" in md  # a CPU host: no GPU monitor
+    assert "| seqs=default | 1 | – | not available (" in md  # a CPU host: no GPU monitor
+    assert md.index("## Summary") < md.index("## Runs")
     # the real failed start: its signature and the log line that decided it
     (fail,) = [line for line in md.splitlines()
                if line.startswith("| cpu-batched-tokens | failed (")]
     cells = [c.strip() for c in fail.strip("|").split("|")]
     assert cells[1] == f"failed ({lab.runs['failed']})"
     assert cells[2] != "–" and re.match(r"log:\d+: .*max_num_batched_tokens", cells[3]), cells
-    assert "## Roofline" in md and "| cpu-eager | 1 | 1 (declared) |" in md
+    assert "## Roofline" in md and "| seqs=default | 1 | 1 (declared) |" in md
 
 
 def test_html_report_of_real_runs_in_chromium(lab: Lab, tmp_path: Path) -> None:
@@ -156,18 +159,22 @@ def test_compare_two_real_points(lab: Lab) -> None:
     res = lab.cli("compare", lab.runs["eager"], lab.runs["seqs1"], "--json")
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)["compare"]
-    agg = [m for m in doc["metrics"] if m["metric"] == "agg_tps"]
-    assert [m["concurrency"] for m in agg] == [1, 2]
+    agg = [m for m in doc["rows"] if m["metric"] == "output_throughput"]
+    assert [m["level"] for m in agg] == [1, 2]
     for m in agg:
-        assert m["a"]["mean"] > 0 and m["b"]["mean"] > 0
-        assert m["delta"] == pytest.approx(m["b"]["mean"] - m["a"]["mean"])
-        assert m["pct"] == pytest.approx(100 * m["delta"] / m["a"]["mean"])
+        assert m["a"] > 0 and m["b"] > 0
+        # one benchmark of 4 requests a side: a bootstrap over the requests
+        assert m["n_a"] == m["n_b"] == 4
+        lo, hi = m["ci95_pct"]
+        assert lo <= m["delta_pct"] <= hi
+        assert m["significant"] == (lo > 0 or hi < 0)
+    assert set(doc["verdict"]) == {"1", "2"}
     assert {"group": "args", "key": "max-num-seqs", "a": None, "b": 1, "a_text": "(unset)",
             "b_text": "1"} in doc["changes"]
     res = lab.cli("compare", lab.runs["eager"], lab.runs["seqs1"])
     assert res.code == 0, res.output
-    assert re.search(r"aggregate TPS \(tok/s\)\s+[\d.]+\s+[\d.]+\s+[+-][\d.]+\s+[+-][\d.]+%",
-                     res.stdout), res.stdout
+    assert re.search(r"output throughput \(tok/s\)\s+[\d.]+ ±[\d.]+ n=4\*!\s+[\d.]+ ±[\d.]+ "
+                     r"n=4\*!\s+[+-][\d.]+%\s+\[[+-][\d.]+, [+-][\d.]+\]", res.stdout), res.stdout
 
 
 def test_default_report_directory_is_in_the_project(lab: Lab) -> None:

@@ -32,7 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -285,8 +285,8 @@ class Measurement:
 
 
 async def measure(m: Measurement, started_at: str) -> RunOutcome:
-    """Run the whole ladder (repeats × levels, as ``runner.run_ladder`` orders them):
-    model probe, GPU-monitor lookup and prompts once, ``m.hooks`` around each level."""
+    """Run the whole ladder (repeats × levels, in :func:`level_order`): model probe,
+    GPU-monitor lookup and prompts once, ``m.hooks`` around each level."""
     from variantctl.bench.runner import DURATION_PROMPTS, prepare, probe, warmup_plan
 
     note = m.on_note or (lambda _text: None)
@@ -305,59 +305,51 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
         # prompts once for the whole ladder (random prompts cost tokenizer round trips)
         prepared = await prepare(m.base_url, params,
                                  params.requests_per_level or DURATION_PROMPTS, model=model)
-        index = 0
         stopped_by: str | None = None
-        for repeat in range(params.repeat):
-            steps: Iterator[tuple[float | None, arrival.Level]] = (
-                ((None, lv) for lv in arrival.levels(params)) if finder is None
-                else finder.steps())
-            for probed, planned in steps:
-                concurrency = planned.concurrency
+        for index, (repeat, probed, planned) in enumerate(level_order(params, levels, finder)):
+            concurrency = planned.concurrency
+            if stop.is_set():
+                break
+            step = LevelStep(index, concurrency, repeat, m.base_url)
+            await asyncio.to_thread(hooks.before_level, step)
+            warm = None
+            n_warm, c_warm = warmup_plan(params, concurrency)
+            if n_warm:
+                note(f"{m.label}: warm-up, {n_warm} requests at concurrency {c_warm}")
+                warm = await _until_stopped(
+                    _warmup(m.base_url, params, concurrency, model, prepared), stop)
                 if stop.is_set():
                     break
-                step = LevelStep(index, concurrency, repeat, m.base_url)
-                index += 1
-                await asyncio.to_thread(hooks.before_level, step)
-                warm = None
-                n_warm, c_warm = warmup_plan(params, concurrency)
-                if n_warm:
-                    note(f"{m.label}: warm-up, {n_warm} requests at concurrency {c_warm}")
-                    warm = await _until_stopped(
-                        _warmup(m.base_url, params, concurrency, model, prepared), stop)
-                    if stop.is_set():
-                        break
-                note(f"{m.label}: concurrency {concurrency}"
-                     + (f", {planned.profile.label()}"
-                        if planned.profile.kind != "concurrency" else "")
-                     + (f", repeat {repeat + 1}/{params.repeat}" if params.repeat > 1 else ""))
-                if m.profile is not None:
-                    await asyncio.to_thread(m.profile.mark)
-                level, died = await _one_level(m, params, concurrency, model, prepared,
-                                               repeat, monitor, why_no_gpu, stop, loop,
-                                               profile=planned.profile)
-                if m.profile is not None:
-                    await asyncio.to_thread(m.profile.collect, concurrency, repeat)
-                level = dataclasses.replace(level, warmup=warm)
-                if died and m.record is not None and m.target is not None:
-                    level = dataclasses.replace(
-                        level, partial=True, partial_reason="server exited"
-                        + (f" ({level.partial_reason})" if level.partial_reason else ""))
-                    death = await asyncio.to_thread(_diagnose, m.target, m.record,
-                                                    concurrency, m.signatures)
-                elif interrupted[0]:
-                    level = dataclasses.replace(
-                        level, partial=True, partial_reason="interrupted"
-                        + (f" ({level.partial_reason})" if level.partial_reason else ""))
-                levels.append(level)
-                if finder is not None and probed is not None and not level.partial:
-                    finder.record(level, probed)
-                if death is not None or stop.is_set():
-                    break
-                stopped_by = await asyncio.to_thread(hooks.after_level, step, level)
-                if stopped_by is not None:
-                    break
-            if death is not None or stop.is_set() or stopped_by is not None:
-                break  # no further repeat either
+            note(f"{m.label}: concurrency {concurrency}"
+                 + (f", {planned.profile.label()}"
+                    if planned.profile.kind != "concurrency" else "")
+                 + _repeat_note(params, repeat))
+            if m.profile is not None:
+                await asyncio.to_thread(m.profile.mark)
+            level, died = await _one_level(m, params, concurrency, model, prepared,
+                                           repeat, monitor, why_no_gpu, stop, loop,
+                                           profile=planned.profile)
+            if m.profile is not None:
+                await asyncio.to_thread(m.profile.collect, concurrency, repeat)
+            level = dataclasses.replace(level, warmup=warm)
+            if died and m.record is not None and m.target is not None:
+                level = dataclasses.replace(
+                    level, partial=True, partial_reason="server exited"
+                    + (f" ({level.partial_reason})" if level.partial_reason else ""))
+                death = await asyncio.to_thread(_diagnose, m.target, m.record,
+                                                concurrency, m.signatures)
+            elif interrupted[0]:
+                level = dataclasses.replace(
+                    level, partial=True, partial_reason="interrupted"
+                    + (f" ({level.partial_reason})" if level.partial_reason else ""))
+            levels.append(level)
+            if finder is not None and probed is not None and not level.partial:
+                finder.record(level, probed)
+            if death is not None or stop.is_set():  # no further level or repeat
+                break
+            stopped_by = await asyncio.to_thread(hooks.after_level, step, level)
+            if stopped_by is not None:
+                break
     finally:
         _restore_sigint(loop)
     target_info = BenchTarget(url=m.base_url, variant=m.record.variant if m.record else None,
@@ -366,6 +358,42 @@ async def measure(m: Measurement, started_at: str) -> RunOutcome:
                          levels=tuple(levels),
                          search=finder.result() if finder is not None else None)
     return RunOutcome(m.label, result, death=death, interrupted=interrupted[0])
+
+
+def level_order(params: BenchParams, done: Sequence[LevelResult],
+                finder: search.Search | None = None
+                ) -> Iterator[tuple[int, float | None, arrival.Level]]:
+    """(repeat, probed value, level) of each level in the order run. ``--repeat N``: the
+    whole ladder N times (``--search``: the levels its finder chooses). ``--until-ci
+    PCT``: each level in turn, repeated until its throughput interval is narrow enough
+    (read from ``done``, the levels run so far, as the caller appends them) or
+    ``--max-repeat`` is reached."""
+    from variantctl.bench.uncertainty import until_ci_done
+
+    if params.until_ci is None:
+        for repeat in range(params.repeat):
+            steps: Iterator[tuple[float | None, arrival.Level]] = (
+                ((None, lv) for lv in arrival.levels(params)) if finder is None
+                else finder.steps())
+            for probed, planned in steps:
+                yield repeat, probed, planned
+        return
+    for planned in arrival.levels(params):
+        repeat = 0
+        while True:
+            yield repeat, None, planned
+            repeat += 1
+            mine = [lv for lv in done if lv.concurrency == planned.concurrency]
+            if repeat >= params.max_repeat or (
+                    repeat >= params.min_repeat and until_ci_done(mine, params.until_ci)):
+                break
+
+
+def _repeat_note(params: BenchParams, repeat: int) -> str:
+    if params.until_ci is not None:
+        return (f", repeat {repeat + 1} (until the throughput CI is within "
+                f"±{params.until_ci:g} %, at most {params.max_repeat})")
+    return f", repeat {repeat + 1}/{params.repeat}" if params.repeat > 1 else ""
 
 
 async def _warmup(base_url: str, params: BenchParams, concurrency: int, model: str,

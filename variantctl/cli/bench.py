@@ -67,7 +67,14 @@ from variantctl.env import Environment
               help="auto (same lengths, half the concurrency, 50-100 requests) | N | off.")
 @click.option("--goodput", help="SLOs in ms for goodput: ttft:MS,tpot:MS,e2el:MS.")
 @click.option("--repeat", type=int, default=1, show_default=True,
-              help="Run the whole ladder N times.")
+              help="Run the whole ladder N times (≥ 3: each figure's 95 % CI comes from "
+              "the repeats; fewer: from a bootstrap over requests, marked *).")
+@click.option("--until-ci", "until_ci", type=FiniteFloat(min=0, min_open=True), metavar="PCT",
+              help="Repeat each level (at least 3 times) until its output-throughput 95 % "
+              "CI half-width is under PCT % of the mean; says so when --max-repeat ends it "
+              "first.")
+@click.option("--max-repeat", "max_repeat", type=int, metavar="N",
+              help="With --until-ci: the most repeats of one level (default 10).")
 @click.option("--request-timeout", type=FiniteFloat(min=0, min_open=True), default=600.0,
               show_default=True,
               help="Seconds before one request counts as failed.")
@@ -91,6 +98,7 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
           ramp_up: str | None, ramp_start: float | None, ramp_end: float | None,
           burstiness: float, search: str | None, slo: str | None, slo_percentile: float,
           max_level: float, warmup: str, goodput: str | None, repeat: int,
+          until_ci: float | None, max_repeat: int | None,
           request_timeout: float, export_vllm: Path | None, no_store: bool,
           profile: bool, profile_trace: Path | None, as_json: bool) -> None:
     """Benchmark VARIANT (its running server, through the host's SSH connection) or --url.
@@ -119,6 +127,8 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
                               "at launch), not --url")
     if profile_trace and not profile:
         raise VariantctlError("--profile-trace needs --profile")
+    if max_repeat is not None and until_ci is None:
+        raise VariantctlError("--max-repeat needs --until-ci (--repeat N runs exactly N)")
     from variantctl.bench import datasets
 
     spec = datasets.parse_spec(prompt)
@@ -145,6 +155,7 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
         concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
         search=search, slo=parse_goodput(slo, "--slo") if slo else {},
         slo_percentile=slo_percentile, max_level=max_level,
+        until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,
     )
     from variantctl.cli.benchflow import run_bench
 

@@ -136,6 +136,7 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
            errors: Sequence[tuple[str, Any]], as_json: bool) -> None:
     """One target: its ``variantctl.bench/1`` object; several: ``{"results": [...],
     "errors": [{"variant", "error"}]}`` (the README's --json convention)."""
+    from variantctl.bench.uncertainty import levels_json
     from variantctl.cli.output import emit, print_json
     from variantctl.render.bench import death_blocks, result_blocks
 
@@ -143,6 +144,7 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
         docs = []
         for o in outcomes:
             doc = o.result.to_json()
+            doc["intervals"] = levels_json(o.result.levels, o.result.params.until_ci)
             doc["stored"] = None if o.stored is None else str(o.stored)
             doc["server_death"] = None if o.death is None else o.death.to_json()
             if o.profile is not None:

@@ -10,6 +10,8 @@ and ``cpu-base`` sit in one table):
 3. **throughput** — request, output and total-token throughput, peak in-flight
    requests, peak output tok/s in a 1-s bucket, goodput;
 4. **steady state** — the window with in-flight ≥ ⌈0.95 × concurrency⌉;
+   then the 95 % confidence intervals of the headline figures (repeats folded: t over
+   ≥ 3 repeats, else a bootstrap over requests, marked) and how ``--until-ci`` ended;
 5. **GPU** — per GPU avg / busy avg / max utilisation, memory, power, temperature;
 6. **vLLM /metrics** — running, waiting, KV cache, prefix-cache hits, preemptions.
 """
@@ -154,6 +156,39 @@ def steady_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     return table
 
 
+def _ci(f: Any) -> str:
+    """``estimate ±half-width`` and the marks (* < 3 repeats, ! < 20 requests)."""
+    if f is None:
+        return "-"
+    iv = f.interval
+    return f"{_n(iv.estimate)} ±{_n(iv.half_width)}{f.marks}"
+
+
+def ci_tables(results: Sequence[tuple[str, BenchResult]]) -> list[Table]:
+    """Each level's headline figures with their 95 % intervals (repeats folded)."""
+    from variantctl.bench.uncertainty import by_concurrency, point_intervals
+
+    several = _several(results)
+    first = _table("95 % confidence intervals: output throughput (tok/s), TTFT (ms)",
+                   ["conc", "repeats", "requests", "output tok/s", "TTFT mean", "TTFT P50",
+                    "TTFT P90", "TTFT P99"], several)
+    second = _table("95 % confidence intervals: TPOT (ms), per-request output TPS (tok/s)",
+                    ["conc", "TPOT mean", "TPOT P50", "TPOT P90", "TPOT P99", "TPS P10",
+                     "TPS P50"], several)
+    for label, res in results:
+        for c, lvs in by_concurrency(res.levels):
+            cis = point_intervals(lvs)
+            thr = cis.get("output_throughput")
+            requests = thr.requests if thr else sum(lv.metrics.completed for lv in lvs)
+            first.add_row(*([label] if several else []), str(c), str(len(lvs)), str(requests),
+                          *(_ci(cis.get(k)) for k in ("output_throughput", "ttft_mean",
+                                                      "ttft_p50", "ttft_p90", "ttft_p99")))
+            second.add_row(*([label] if several else []), str(c),
+                           *(_ci(cis.get(k)) for k in ("tpot_mean", "tpot_p50", "tpot_p90",
+                                                       "tpot_p99", "tps_p10", "tps_p50")))
+    return [first, second]
+
+
 def gpu_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     several = _several(results)
     repeats = any(res.params.repeat > 1 for _, res in results)
@@ -257,6 +292,16 @@ def result_blocks(results: Sequence[tuple[str, BenchResult]]) -> list[Block]:
     out.append(Block(""))
     for make in (decode_table, latency_table, throughput_table, steady_table):
         out += [Block(make(results)), Block("")]
+    from variantctl.bench.uncertainty import MARKS_LEGEND, until_ci_outcomes
+
+    for table in ci_tables(results):
+        out.append(Block(table))
+    line(MARKS_LEGEND, wrap=True)
+    for label, res in results:
+        if res.params.until_ci is not None:
+            for u in until_ci_outcomes(res.levels, res.params.until_ci):
+                line(f"{label}: --until-ci: {u.line(res.params.max_repeat)}", wrap=True)
+    out.append(Block(""))
     for attr, make, what in (("gpu", gpu_table, "GPU"),
                              ("server_metrics", server_table, "vLLM /metrics")):
         missing = _unavailable(results, attr)

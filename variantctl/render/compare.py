@@ -7,30 +7,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, MetricTest
 from variantctl.render.output import Block, rich_line, text
-from variantctl.report.compare import Comparison, MetricDelta
-from variantctl.report.tables import fig_text, num
+from variantctl.report.compare import Comparison
+from variantctl.report.tables import ci_text
 from variantctl.variants.diff import format_value
 
 
-def _scale(m: MetricDelta) -> tuple[float, int, str]:
-    """Display scale, digits and unit: TTFT in seconds like the seeds wrote it."""
-    if m.metric == "ttft_p90":
-        return 1e-3, 2, "s"
-    if m.metric == "success":
-        return 1.0, 0, m.unit
-    if m.metric in ("tpot_mean", "e2el_p90"):
-        return 1.0, 1, m.unit
-    return 1.0, 2, m.unit
+def _digits(m: MetricTest) -> int:
+    return 1 if HEADLINES[m.metric].unit == "ms" else 2
 
 
-def delta_text(m: MetricDelta) -> tuple[str, str]:
-    """(absolute, %) with a sign, ``–`` when one side has no value."""
-    d, pct = m.delta, m.pct
-    if d is None:
+def delta_text(m: MetricTest) -> tuple[str, str]:
+    """(Δ %, its 95 % interval) with signs; ``–`` when unknown."""
+    pct, d = m.delta_pct, m.difference
+    if pct is None:
         return "–", "–"
-    scale, digits, _ = _scale(m)
-    return f"{d * scale:+.{digits}f}", "–" if pct is None else f"{pct:+.1f}%"
+    if d is None or d.lo_pct != d.lo_pct:  # no interval (nan)
+        return f"{pct:+.1f}%", "–"
+    return f"{pct:+.1f}%", f"[{d.lo_pct:+.1f}, {d.hi_pct:+.1f}]"
+
+
+def decision_text(m: MetricTest) -> str:
+    if m.difference is None:
+        return "undecided (no interval)"
+    if not m.significant:
+        return "within noise"
+    return "B better" if m.better else "B worse"
+
+
+VERDICT_TEXT = {"b-faster": "B is faster", "b-slower": "B is slower",
+                "no-significant-difference": "no significant difference"}
 
 
 def metrics_table(c: Comparison) -> Any:
@@ -39,16 +46,15 @@ def metrics_table(c: Comparison) -> Any:
     table = Table(box=None, pad_edge=False, header_style="bold",
                   title=f"A = {c.a.record.variant_name} ({c.a.run_id})   "
                         f"B = {c.b.record.variant_name} ({c.b.run_id})", title_justify="left")
-    for col in ("c", "metric", "A", "B", "Δ", "Δ %", ""):
-        table.add_column(col, justify="right" if col in ("c", "A", "B", "Δ", "Δ %") else "left")
+    for col in ("c", "metric", "A", "B", "Δ %", "95 % CI of Δ", ""):
+        table.add_column(col, justify="left" if col in ("metric", "") else "right")
     last = None
-    for m in c.metrics:
-        scale, digits, unit = _scale(m)
-        d, pct = delta_text(m)
-        mark = "" if m.better is None else ("B better" if m.better else "B worse")
+    for m in c.tests:
+        h = HEADLINES[m.metric]
+        pct, ci = delta_text(m)
         table.add_row("" if m.concurrency == last else str(m.concurrency),
-                      f"{m.heading} ({unit})", fig_text(m.a, digits, scale),
-                      fig_text(m.b, digits, scale), d, pct, mark)
+                      f"{h.heading} ({h.unit})", ci_text(m.a, _digits(m)),
+                      ci_text(m.b, _digits(m)), pct, ci, decision_text(m))
         last = m.concurrency
     return table
 
@@ -71,23 +77,22 @@ def changes_table(c: Comparison) -> Any:
 
 def comparison_blocks(c: Comparison) -> list[Block]:
     out: list[Block] = []
-    if c.metrics:
+    if c.tests:
         out.append(Block(metrics_table(c)))
-        if any((m.a is not None and m.a.n > 1) or (m.b is not None and m.b.n > 1)
-               for m in c.metrics):
-            out.append(text("with repeats: mean (min–max)"))
+        out.append(text(MARKS_LEGEND + "; n: repeats (±t) or requests (bootstrap)"))
+        for level, v in c.verdicts.items():
+            out.append(text(f"concurrency {level}: output throughput — {VERDICT_TEXT[v]}"))
     out.append(text(""))
     if c.changes:
         out += [rich_line("[bold]What differs[/]"), Block(changes_table(c))]
     else:
         out.append(text("no configuration, patch, host or fact differs"))
+    if c.also:
+        out.append(text("also differs (cannot change performance): "
+                        + ", ".join(f"{ch.key}" for ch in c.also)))
     out += [text(f"note: {n}", err=True) for n in c.notes]
     return out
 
 
 def comparison_json(c: Comparison) -> dict[str, Any]:
-    doc = c.to_json()
-    for m, row in zip(c.metrics, doc["metrics"], strict=True):
-        row["a_text"], row["b_text"] = fig_text(m.a), fig_text(m.b)
-        row["delta_text"] = num(m.delta)
-    return {"compare": doc}
+    return {"compare": c.to_json()}

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, FigureCI
+from variantctl.report.findings import KNEE_GAIN_PCT, best_points, knee, tp_scaling
 from variantctl.report.model import ReportInput
 from variantctl.report.plots import Line, PlotData
 from variantctl.report.profile import StackedBars, breakdown_table, stacked_bars
@@ -19,6 +21,7 @@ from variantctl.report.summary import winner_lines
 from variantctl.report.tables import (
     UP,
     Table,
+    ci_text,
     curve_table,
     failures_table,
     hardware_table,
@@ -58,22 +61,33 @@ def _logx(series: Sequence[Series]) -> bool:
     return bool(levels) and levels[-1] / levels[0] >= 8
 
 
+def _err(f: FigureCI | None, scale: float = 1.0) -> tuple[float, float] | None:
+    """(below, above) of an interval around its estimate, scaled; None without one."""
+    if f is None or f.interval.lo != f.interval.lo:  # nan: no interval
+        return None
+    iv = f.interval
+    return ((iv.estimate - iv.lo) * scale, (iv.hi - iv.estimate) * scale)
+
+
 def metric_plot(series: Sequence[Series], metric: str, name: str, scale: float = 1.0,
                 unit: str | None = None) -> PlotData:
-    """``metric`` (mean over repeats) vs concurrency, one line per series."""
-    heading, default_unit, get, _ = METRICS[metric]
+    """A headline figure vs concurrency, one line per series, with 95 % error bars."""
+    h = HEADLINES[metric]
     lines = []
     for s in series:
-        xs, ys = [], []
+        xs, ys, errs = [], [], []
         for p in s.points:
-            f = p.fig(get)
+            f = p.intervals.get(metric)
             if f is not None:
                 xs.append(float(p.concurrency))
-                ys.append(f.mean * scale)
+                ys.append(f.estimate * scale)
+                errs.append(_err(f, scale))
         if xs:
-            lines.append(Line(s.label, tuple(xs), tuple(ys)))
-    return PlotData(name, f"{heading} vs concurrency", "concurrency",
-                    f"{heading} ({unit or default_unit})", tuple(lines), logx=_logx(series))
+            lines.append(Line(s.label, tuple(xs), tuple(ys),
+                              yerr=tuple(e or (0.0, 0.0) for e in errs)
+                              if any(errs) else ()))
+    return PlotData(name, f"{h.heading} vs concurrency (95 % CI)", "concurrency",
+                    f"{h.heading} ({unit or h.unit})", tuple(lines), logx=_logx(series))
 
 
 def gpu_plot(series: Sequence[Series]) -> PlotData:
@@ -108,18 +122,23 @@ def pareto_plot(series: Sequence[Series], report: ReportInput) -> PlotData:
     for s in series:
         n, _ = gpus_of(s, report)
         xs, ys, notes = [], [], []
+        xerr: list[tuple[float, float]] = []
+        yerr: list[tuple[float, float]] = []
         for p in s.points:
-            user = p.fig(METRICS["tps_p50"][2])
-            agg = p.fig(METRICS["agg_tps"][2])
+            user = p.intervals.get("tps_p50")
+            agg = p.intervals.get("output_throughput")
             if user is None or agg is None:
                 continue
-            xs.append(user.mean)
-            ys.append(agg.mean / n)
+            xs.append(user.estimate)
+            ys.append(agg.estimate / n)
+            xerr.append(_err(user) or (0.0, 0.0))
+            yerr.append(_err(agg, 1.0 / n) or (0.0, 0.0))
             notes.append(f"c{p.concurrency}")
         if xs:
-            lines.append(Line(s.label, tuple(xs), tuple(ys), tuple(notes)))
-    return PlotData("pareto.png", "Throughput per GPU vs per-user TPS",
-                    "per-user output TPS (P50, tok/s)", "aggregate TPS per GPU (tok/s)",
+            lines.append(Line(s.label, tuple(xs), tuple(ys), tuple(notes), tuple(yerr),
+                              tuple(xerr)))
+    return PlotData("pareto.png", "Throughput per GPU vs per-user TPS (95 % CI)",
+                    "per-user output TPS (P50, tok/s)", "output tok/s per GPU",
                     tuple(lines), pareto=True)
 
 
@@ -181,16 +200,19 @@ def build(report: ReportInput) -> ReportDoc:
                f"{len(failed)} failed start(s), {len(report.skips)} skipped point(s).")
     unused = tuple(f"Benchmark of {r.run_id} not used: {u}" for r in report.runs
                    for u in r.unreadable) + tuple(r.note for r in report.runs if r.note)
-    sections = [Section("Runs", (summary, *unused), (runs_table(report.runs),))]
+    sections = []
+    if series:
+        sections.append(summary_section(series))
+    sections.append(Section("Runs", (summary, *unused),
+                            (runs_table(report.runs, {s.run.run_id: s.label for s in series}),)))
     if series:
         sections.append(Section(
             "Results",
-            paragraphs=winner_lines(series),
-            tables=(points_table(series), curve_table(series, "agg_tps"),
-                    curve_table(series, "ttft_p90", 1e-3, "s")),
-            plots=(metric_plot(series, "agg_tps", "agg_tps.png"),
+            tables=(points_table(series), curve_table(series, "output_throughput"),
+                    curve_table(series, "ttft_p90", 1)),
+            plots=(metric_plot(series, "output_throughput", "agg_tps.png"),
                    metric_plot(series, "tpot_mean", "tpot.png"),
-                   metric_plot(series, "ttft_p90", "ttft_p90.png", 1e-3, "s")),
+                   metric_plot(series, "ttft_p90", "ttft_p90.png")),
         ))
         gpu = has_gpu_data(series)
         sections.append(Section(
@@ -228,7 +250,68 @@ def build(report: ReportInput) -> ReportDoc:
         r.run_id for r in report.runs[:6]) + (" …" if len(report.runs) > 6 else "")
     if report.created_at:
         subtitle += f" · {report.created_at}"
-    return ReportDoc(report.title, subtitle, tuple(sections))
+    return ReportDoc(report.title, subtitle, tuple(_one_heading(s) for s in sections))
+
+
+def _one_heading(section: Section) -> Section:
+    """A table named like its section is not headed twice (``## Runs`` then **Runs**)."""
+    if not any(t.title == section.title for t in section.tables):
+        return section
+    return replace(section, tables=tuple(replace(t, title="") if t.title == section.title
+                                         else t for t in section.tables))
+
+
+def summary_section(series: Sequence[Series]) -> Section:
+    """The answer first: which won (report.summary), then the best points with their ties,
+    knees and TP scaling (report.findings)."""
+    paras = list(winner_lines(series))
+    tables = []
+    for metric, higher, digits in (("output_throughput", True, 2), ("ttft_p90", False, 1)):
+        h = HEADLINES[metric]
+        rows = []
+        for b in best_points(series, metric, higher):
+            ties = ", ".join(f"{s.label} ({ci_text(f, digits)})" for s, f in b.ties) or "none"
+            if b.undecided:
+                ties += "; untested (no interval): " + ", ".join(
+                    f"{s.label} ({ci_text(f, digits)})" for s, f in b.undecided)
+            rows.append((str(b.concurrency), b.series.label, ci_text(b.figure, digits), ties))
+        if rows:
+            tables.append(Table(
+                f"Best {h.heading} ({h.unit}) per concurrency — "
+                + ("highest" if higher else "lowest"),
+                ("c", "best point", f"{h.heading}, 95 % CI", "not significantly different"),
+                tuple(rows)))
+    knees = [knee(s) for s in series]
+    if any(len(s.points) > 1 for s in series):
+        rows = []
+        for k in knees:
+            if k.concurrency is None:
+                rows.append((k.series.label, "none in the ladder", "", ""))
+            else:
+                rows.append((k.series.label, str(k.concurrency),
+                             f"{k.gain_pct:+.1f} % (c={k.concurrency}→{k.next_concurrency})",
+                             f"{k.tpot_pct:+.1f} %"))
+        tables.append(Table(
+            "Knee of each throughput curve", ("point", "knee c", "throughput per doubling",
+                                              "TPOT"), tuple(rows),
+            note=f"The knee is the first concurrency past which doubling gains less than "
+                 f"{KNEE_GAIN_PCT:g} % output throughput while mean TPOT grows: the best "
+                 "cost-performance point (docs/report.md)."))
+    scaling = tp_scaling(series)
+    if scaling:
+        tables.append(Table(
+            "TP scaling efficiency", ("other settings", "TP", "c", "TP=1 tok/s", "TP=n tok/s",
+                                      "efficiency"),
+            tuple((t.label, str(t.tp), str(t.concurrency), num(t.throughput_tp1),
+                   num(t.throughput_tpn), f"{100 * t.efficiency:.0f} %") for t in scaling),
+            note="Throughput at TP=n / (n × throughput at TP=1), same other settings."))
+    weak = sorted({f.marks for s in series for p in s.points for f in p.intervals.values()
+                   if f.marks})
+    if weak:
+        paras.append(MARKS_LEGEND + ". A per-request bootstrap sees only the variation "
+                     "between requests of one server run: benchmark with --repeat 3 (or "
+                     "--until-ci) for intervals that include run-to-run noise.")
+    return Section("Summary", tuple(paras), tuple(tables))
 
 
 def _gpu_note(series: Sequence[Series], report: ReportInput) -> str:

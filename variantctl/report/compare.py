@@ -1,9 +1,12 @@
 """Two runs side by side: metric deltas next to what differs between them (PURE).
 
-The first seed's "full parser vs parser-off" table: per concurrency, each metric of
-A and B, the difference (absolute and %) and, with repeats, each side's spread —
-beside the configuration, patch, host/environment, engine-fact and benchmark-parameter
-differences (deepdiff, as :mod:`variantctl.variants.diff` finds variant differences).
+The first seed's "full parser vs parser-off" table, with a decision: per concurrency,
+each headline figure of A and B with its 95 % interval and n, the difference in % with
+its 95 % interval, and whether it is beyond the noise (Welch over repeats, or a
+bootstrap over requests: :mod:`variantctl.bench.uncertainty`); a verdict per level on
+output throughput — beside the configuration, patch, host/environment, engine-fact and
+benchmark-parameter differences (deepdiff, as :mod:`variantctl.variants.diff` finds
+variant differences), ports and addresses apart.
 """
 
 from __future__ import annotations
@@ -13,60 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from variantctl.bench.model import BenchResult
+from variantctl.bench.uncertainty import MetricTest, compare_points, verdict
 from variantctl.report.model import RunInput
-from variantctl.report.series import METRICS, Figure, points_of
+from variantctl.report.series import points_of
 from variantctl.variants.diff import UNSET, format_value
 
-#: the metrics compare shows, in order
-COMPARED = ("success", "ttft_p90", "tps_p10", "tps_p50", "agg_tps", "tpot_mean", "e2el_p90")
 #: resolved-variant fields that name or describe a run rather than decide it
 _NOT_CONFIG = frozenset({"name", "description", "parents", "ancestors", "source", "tags",
                          "origins", "log"})
 #: bench parameters that shape the ladder rather than each level
-_LADDER = frozenset({"concurrency", "repeat"})
-
-
-@dataclass(frozen=True)
-class MetricDelta:
-    concurrency: int
-    metric: str
-    a: Figure | None
-    b: Figure | None
-
-    @property
-    def heading(self) -> str:
-        return METRICS[self.metric][0]
-
-    @property
-    def unit(self) -> str:
-        return METRICS[self.metric][1]
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b.mean - self.a.mean
-
-    @property
-    def pct(self) -> float | None:
-        d = self.delta
-        if d is None or self.a is None or self.a.mean == 0:
-            return None
-        return 100.0 * d / abs(self.a.mean)
-
-    @property
-    def better(self) -> bool | None:
-        """Whether B is better than A on this metric (None: equal or unknown)."""
-        d = self.delta
-        if d is None or d == 0:
-            return None
-        return (d > 0) == METRICS[self.metric][3]
-
-    def to_json(self) -> dict[str, Any]:
-        def fig(f: Figure | None) -> dict[str, Any] | None:
-            return None if f is None else {"mean": f.mean, "min": f.lo, "max": f.hi, "n": f.n}
-
-        return {"concurrency": self.concurrency, "metric": self.metric,
-                "heading": self.heading, "unit": self.unit, "a": fig(self.a), "b": fig(self.b),
-                "delta": self.delta, "pct": self.pct, "b_better": self.better}
+_LADDER = frozenset({"concurrency", "repeat", "until_ci", "max_repeat"})
+#: settings that differ between any two launches and cannot change performance: shown
+#: apart, collapsed ("also differs"), so "what differs" lists only what can matter
+NOT_PERFORMANCE = frozenset({"port", "server_address", "config_line"})
 
 
 @dataclass(frozen=True)
@@ -91,9 +53,27 @@ class Comparison:
     #: the bench files compared on each side (several: repeats of the same parameters)
     a_files: tuple[str, ...]
     b_files: tuple[str, ...]
-    metrics: tuple[MetricDelta, ...]
+    #: per concurrency both sides measured, each headline figure tested (B against A)
+    tests: tuple[MetricTest, ...]
+    #: what can change performance (configuration, patches, environment, host, facts, bench)
     changes: tuple[SettingChange, ...]
     notes: tuple[str, ...] = ()
+    #: what differs but cannot change performance (ports, addresses, log line numbers)
+    also: tuple[SettingChange, ...] = ()
+
+    @property
+    def verdicts(self) -> dict[int, str]:
+        """Per concurrency, on output throughput: b-faster | b-slower |
+        no-significant-difference."""
+        by_c: dict[int, list[MetricTest]] = {}
+        for t in self.tests:
+            by_c.setdefault(t.concurrency, []).append(t)
+        out = {}
+        for c, tests in by_c.items():
+            v = verdict(tests)
+            if v is not None:
+                out[c] = v
+        return out
 
     def to_json(self) -> dict[str, Any]:
         def side(r: RunInput, files: tuple[str, ...]) -> dict[str, Any]:
@@ -102,8 +82,10 @@ class Comparison:
                     "benchmarks": list(files)}
 
         return {"a": side(self.a, self.a_files), "b": side(self.b, self.b_files),
-                "metrics": [m.to_json() for m in self.metrics],
-                "changes": [c.to_json() for c in self.changes], "notes": list(self.notes)}
+                "verdict": {str(c): v for c, v in self.verdicts.items()},
+                "rows": [t.to_json() for t in self.tests],
+                "changes": [c.to_json() for c in self.changes],
+                "also_differs": [c.to_json() for c in self.also], "notes": list(self.notes)}
 
 
 def _shape(result: BenchResult) -> dict[str, Any]:
@@ -131,15 +113,26 @@ def pick(a: RunInput, b: RunInput) -> tuple[list[tuple[str, BenchResult]],
     return a_sel, b_sel, notes
 
 
-def metric_deltas(a: Sequence[BenchResult], b: Sequence[BenchResult]) -> list[MetricDelta]:
-    """Per concurrency both sides measured (A's ladder order), each compared metric."""
+def metric_tests(a: Sequence[BenchResult], b: Sequence[BenchResult]) -> list[MetricTest]:
+    """Per concurrency both sides measured (A's ladder order), each headline figure."""
     pa = {p.concurrency: p for p in points_of([lv for r in a for lv in r.levels])}
     pb = {p.concurrency: p for p in points_of([lv for r in b for lv in r.levels])}
     out = []
     for c in [c for c in pa if c in pb]:
-        for m in COMPARED:
-            get = METRICS[m][2]
-            out.append(MetricDelta(c, m, pa[c].fig(get), pb[c].fig(get)))
+        out += compare_points(c, pa[c].levels, pb[c].levels)
+    return out
+
+
+def _success_notes(a: Sequence[BenchResult], b: Sequence[BenchResult]) -> list[str]:
+    """Failed requests are not in the figures: say where the success rates differ."""
+    pa = {p.concurrency: p for p in points_of([lv for r in a for lv in r.levels])}
+    pb = {p.concurrency: p for p in points_of([lv for r in b for lv in r.levels])}
+    out = []
+    for c in [c for c in pa if c in pb]:
+        ra, rb = (p.completed / max(1, p.completed + p.failed) for p in (pa[c], pb[c]))
+        if ra != rb:
+            out.append(f"concurrency {c}: success {ra:.0%} in A, {rb:.0%} in B (the figures "
+                       "cover successful requests only)")
     return out
 
 
@@ -239,6 +232,9 @@ def compare(a: RunInput, b: RunInput) -> Comparison:
     if a.record.verdict.kind != b.record.verdict.kind:
         changes.insert(0, SettingChange("verdict", "verdict", a.record.verdict.kind,
                                         b.record.verdict.kind))
+    ra, rb = [r for _, r in a_sel], [r for _, r in b_sel]
+    notes += _success_notes(ra, rb)
     return Comparison(a, b, tuple(f for f, _ in a_sel), tuple(f for f, _ in b_sel),
-                      tuple(metric_deltas([r for _, r in a_sel], [r for _, r in b_sel])),
-                      tuple(changes), tuple(notes))
+                      tuple(metric_tests(ra, rb)),
+                      tuple(c for c in changes if c.key not in NOT_PERFORMANCE),
+                      tuple(notes), tuple(c for c in changes if c.key in NOT_PERFORMANCE))

@@ -35,14 +35,15 @@ def _numeric(text: str) -> bool:
 
 def table_html(table: Table) -> str:
     if not table.rows:
-        return f"<p><b>{escape(table.title)}</b>: (none)</p>"
+        return f"<p><b>{escape(table.title)}</b>: (none)</p>" if table.title else "<p>(none)</p>"
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     body = "".join(
         "<tr>" + "".join(f'<td class="n">{escape(c)}</td>' if _numeric(c)
                          else f"<td>{escape(c)}</td>" for c in row) + "</tr>"
         for row in table.rows)
     note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
-    return (f"<table><caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead>"
+    caption = f"<caption>{escape(table.title)}</caption>" if table.title else ""
+    return (f"<table>{caption}<thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table>{note}")
 
 

@@ -38,7 +38,8 @@ def _line(text: str) -> str:
 
 
 def table_md(table: Table) -> list[str]:
-    lines = [f"**{_line(table.title)}**", ""]
+    # a table without a title of its own is the section's (one heading per section)
+    lines = [f"**{_line(table.title)}**", ""] if table.title else []
     if not table.rows:
         return [*lines, "(none)", ""]
     lines.append("| " + " | ".join(_cell(h) for h in table.headers) + " |")

@@ -19,6 +19,10 @@ class Line:
     ys: tuple[float, ...]
     #: per point text drawn beside it (the Pareto plot's concurrencies)
     notes: tuple[str, ...] = ()
+    #: per point (below, above) the 95 % interval reaches from y (x): error bars; empty
+    #: when the figure has no interval
+    yerr: tuple[tuple[float, float], ...] = ()
+    xerr: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,13 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     return sorted(front)
 
 
+def _bars(err: tuple[tuple[float, float], ...], n: int) -> list[list[float]] | None:
+    """matplotlib's asymmetric error form ([below...], [above...]); None: no bars."""
+    if len(err) != n or not err:
+        return None
+    return [[max(0.0, b) for b, _ in err], [max(0.0, a) for _, a in err]]
+
+
 def render_png(plot: PlotData) -> bytes:
     """The figure as PNG bytes (deterministic: no timestamp in the metadata)."""
     import matplotlib
@@ -55,13 +66,17 @@ def render_png(plot: PlotData) -> bytes:
     fig = Figure(figsize=(7.0, 4.2), dpi=100)
     ax = fig.add_subplot()
     for line in plot.lines:
+        yerr = _bars(line.yerr, len(line.ys))
+        xerr = _bars(line.xerr, len(line.xs))
         if plot.pareto:
-            ax.scatter(line.xs, line.ys, label=line.label, s=36)
+            ax.errorbar(line.xs, line.ys, yerr=yerr, xerr=xerr, fmt="o", label=line.label,
+                        markersize=6, capsize=3, elinewidth=1)
             for x, y, note in zip(line.xs, line.ys, line.notes, strict=False):
                 ax.annotate(note, (x, y), textcoords="offset points", xytext=(4, 4),
                             fontsize=8)
         else:
-            ax.plot(line.xs, line.ys, marker="o", label=line.label)
+            ax.errorbar(line.xs, line.ys, yerr=yerr, marker="o", label=line.label, capsize=3,
+                        elinewidth=1)
     if plot.pareto:
         front = pareto_front([(x, y) for ln in plot.lines for x, y in zip(ln.xs, ln.ys,
                                                                           strict=True)])

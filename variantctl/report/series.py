@@ -8,11 +8,13 @@ one :class:`Point` whose figures are the mean over the repeats, with the spread
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from variantctl.bench.model import BenchResult, LevelResult, Stats
+from variantctl.bench.uncertainty import FigureCI, point_intervals
 from variantctl.report.model import RunInput
 
 if TYPE_CHECKING:
@@ -71,6 +73,11 @@ class Point:
 
     def fig(self, get: Callable[[LevelResult], float | None]) -> Figure | None:
         return figure([v for v in (get(lv) for lv in self.levels) if v is not None])
+
+    @functools.cached_property
+    def intervals(self) -> dict[str, FigureCI]:
+        """Each headline figure's 95 % interval (bench.uncertainty), computed once."""
+        return point_intervals(self.levels)
 
     @property
     def completed(self) -> int:
@@ -142,15 +149,19 @@ def bench_label(result: BenchResult) -> str:
 def series_of(runs: Sequence[RunInput]) -> list[Series]:
     """Every benchmark of every run as a series, labelled uniquely.
 
-    The label is the run's name; a run with several benchmarks adds what tells them
-    apart (prompt, lengths), and a name shared by two runs adds the run's sequence
-    number, so no two curves share a legend entry.
+    The label is the settings that vary between the runs (``eager=off seqs=2``,
+    :mod:`variantctl.report.labels`), else the run's name; a run with several benchmarks
+    adds what tells them apart (prompt, lengths), and a label shared by two runs adds the
+    run's sequence number, so no two curves share a legend entry.
     """
+    from variantctl.report.labels import labels
+
+    by_settings = labels(runs)
     raw: list[tuple[RunInput, str, BenchResult, str]] = []
     for run in runs:
         many = len(run.results) > 1
         for i, (file, result) in enumerate(run.results):
-            label = run.name
+            label = by_settings.get(run.run_id) or run.name
             if many:
                 label += f" [{bench_label(result)}]"
                 if sum(bench_label(r) == bench_label(result) for _, r in run.results) > 1:

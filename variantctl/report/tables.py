@@ -9,9 +9,10 @@ the terminal render the same values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, FigureCI
 from variantctl.report.model import PlannedSkip, RunInput
 from variantctl.report.series import METRICS, Figure, Series
 
@@ -47,9 +48,24 @@ def fig_text(f: Figure | None, digits: int = 2, scale: float = 1.0) -> str:
     return text
 
 
-def runs_table(runs: Sequence[RunInput]) -> Table:
+def ci_text(f: FigureCI | None, digits: int = 2, scale: float = 1.0) -> str:
+    """``estimate ±half-width n=N`` and the marks (``*`` fewer than 3 repeats: a bootstrap
+    over requests; ``!`` fewer than 20 requests); no interval: the estimate alone."""
+    if f is None:
+        return "–"
+    iv = f.interval
+    out = num(iv.estimate * scale, digits)
+    if iv.lo == iv.lo:  # not nan
+        out += f" ±{num(iv.half_width * scale, digits)}"
+    return f"{out} n={f.n}{f.marks}"
+
+
+def runs_table(runs: Sequence[RunInput], labels: Mapping[str, str] | None = None) -> Table:
     """Which runs the report covers: id, variant, host, verdict, startup time, benchmarks
-    (and the settings of each point, for a sweep's)."""
+    (and the settings of each point, for a sweep's); ``labels`` (run id -> the label the
+    other tables use) adds a first column when it names a run other than by its name."""
+    labels = labels or {}
+    with_labels = any(labels.get(r.run_id, r.name) != r.name for r in runs)
     with_settings = any(r.settings for r in runs)
     rows = []
     for r in runs:
@@ -57,53 +73,60 @@ def runs_table(runs: Sequence[RunInput]) -> Table:
         v = rec.verdict
         verdict = v.kind + (f" {v.signature}" if v.signature else "")
         ready = rec.timings.get("time_to_ready_s")
-        row = (r.name, rec.run_id, str(rec.host.get("name") or ""), verdict,
-               num(ready, 1) if isinstance(ready, (int, float)) else "–", str(len(r.results)))
+        row: tuple[str, ...] = (
+            r.name, rec.run_id, str(rec.host.get("name") or ""), verdict,
+            num(ready, 1) if isinstance(ready, (int, float)) else "–", str(len(r.results)))
+        if with_labels:
+            row = (labels.get(r.run_id, "–"), *row)
         rows.append((*row, r.settings) if with_settings else row)
-    headers = ("point", "run", "host", "verdict", "ready s", "benchmarks")
+    headers: tuple[str, ...] = ("point", "run", "host", "verdict", "ready s", "benchmarks")
+    if with_labels:
+        headers = ("label", "name", *headers[1:])
     return Table("Runs", (*headers, "settings") if with_settings else headers, tuple(rows))
 
 
 def points_table(series: Sequence[Series]) -> Table:
-    """The first seed's table: one row per point and concurrency."""
+    """The first seed's table: one row per point and concurrency, each figure with its
+    95 % interval and n (bench.uncertainty)."""
     rows = []
     for s in series:
         for p in s.points:
             total = p.completed + p.failed
+            cis = p.intervals
             rows.append((
                 s.label, str(p.concurrency),
                 f"{p.completed}/{total}" + (" partial" if p.partial else ""),
                 fig_text(p.fig(METRICS["success"][2]), 0),
-                fig_text(p.fig(METRICS["ttft_p90"][2]), 2, 1e-3),
-                fig_text(p.fig(METRICS["tps_p10"][2])),
-                fig_text(p.fig(METRICS["tps_p50"][2])),
-                fig_text(p.fig(METRICS["agg_tps"][2])),
-                fig_text(p.fig(METRICS["tpot_mean"][2]), 1),
+                ci_text(cis.get("ttft_p90"), 1),
+                ci_text(cis.get("tps_p10")),
+                ci_text(cis.get("tps_p50")),
+                ci_text(cis.get("output_throughput")),
+                ci_text(cis.get("tpot_mean"), 1),
             ))
     return Table(
         "Per point",
-        ("point", "c", "ok", "success %", "TTFT P90 s", "Output TPS P10", "Output TPS P50",
-         "aggregate TPS", "TPOT ms"),
+        ("point", "c", "ok", "success %", "TTFT P90 ms", "Output TPS P10", "Output TPS P50",
+         "output tok/s", "TPOT mean ms"),
         tuple(rows),
-        note="Output TPS is per request (output tokens / (E2EL − TTFT)); aggregate TPS is "
-             "output tokens / benchmark duration. With repeats: mean (min–max).",
+        note="Output TPS is per request (output tokens / (E2EL − TTFT)); output tok/s is "
+             "output tokens / benchmark duration. " + MARKS_LEGEND
+             + "; n: repeats (t interval) or requests (bootstrap).",
     )
 
 
-def curve_table(series: Sequence[Series], metric: str = "agg_tps", scale: float = 1.0,
-                unit: str | None = None) -> Table:
+def curve_table(series: Sequence[Series], metric: str = "output_throughput",
+                digits: int = 2) -> Table:
     """The concurrency curve: one row per concurrency, one column per series."""
-    heading, default_unit, get, _ = METRICS[metric]
-    unit = unit or default_unit
+    h = HEADLINES[metric]
     levels = sorted({p.concurrency for s in series for p in s.points})
     rows = []
     for c in levels:
         row = [str(c)]
         for s in series:
             point = next((p for p in s.points if p.concurrency == c), None)
-            row.append(fig_text(point.fig(get), 2, scale) if point else "")
+            row.append(ci_text(point.intervals.get(metric), digits) if point else "")
         rows.append(tuple(row))
-    return Table(f"Concurrency curve: {heading} ({unit})",
+    return Table(f"Concurrency curve: {h.heading} ({h.unit}), 95 % CI",
                  ("c", *(s.label for s in series)), tuple(rows))
 
 
@@ -132,22 +155,39 @@ def hardware_table(series: Sequence[Series]) -> Table:
 
 
 def steady_table(series: Sequence[Series]) -> Table:
-    """The second seed's steady-state window (in-flight ≥ ⌈0.95 × c⌉) per point."""
+    """The second seed's steady-state window (in-flight ≥ ⌈0.95 × c⌉) per point; a window
+    that is too short is said once, under the table (:func:`short_windows`)."""
     rows = []
     for s in series:
         for p in s.points:
             st = next((lv.metrics.steady for lv in p.levels if lv.metrics.steady), None)
             if st is None:
-                rows.append((s.label, str(p.concurrency), "no window", "", "", "", "", ""))
+                rows.append((s.label, str(p.concurrency), "no window", "", "", "", ""))
                 continue
-            rows.append((s.label, str(p.concurrency), num(st.duration_s, 1),
+            rows.append((s.label, str(p.concurrency),
+                         num(st.duration_s, 1) + (" (short)" if st.short else ""),
                          f"{st.requests_started}/{st.requests_completed}",
-                         num(st.output_throughput), num(st.ttft_ms.p90 / 1000.0),
-                         num(st.tpot_ms.mean, 1), "short" if st.short else ""))
+                         num(st.output_throughput), num(st.ttft_ms.p90, 1),
+                         num(st.tpot_ms.mean, 1)))
+    short = short_windows(series)
     return Table("Steady state", ("point", "c", "window s", "started/completed",
-                                  "TPS", "TTFT P90 s", "TPOT ms", "warning"), tuple(rows),
-                 note="Only the time when in-flight requests ≥ ⌈0.95 × concurrency⌉; "
-                      "'short': under max(10 s, 10 % of the level).")
+                                  "TPS", "TTFT P90 ms", "TPOT ms"), tuple(rows),
+                 note="Only the time when in-flight requests ≥ ⌈0.95 × concurrency⌉."
+                      + (" " + short if short else ""))
+
+
+def short_windows(series: Sequence[Series]) -> str:
+    """One sentence for every point whose steady window is shorter than max(10 s, 10 % of
+    the level): which points, and what to do; "" when none is."""
+    short = [f"{s.label} c={p.concurrency}" for s in series for p in s.points
+             if any(lv.metrics.steady is not None and lv.metrics.steady.short
+                    for lv in p.levels)]
+    if not short:
+        return ""
+    shown = ", ".join(short[:8]) + (f" and {len(short) - 8} more" if len(short) > 8 else "")
+    return (f"{len(short)} point(s) have a steady window shorter than max(10 s, 10 % of the "
+            f"level) — marked (short): {shown}. Their steady figures rest on few requests: "
+            "use more requests or --duration.")
 
 
 def failures_table(runs: Sequence[RunInput], skips: Sequence[PlannedSkip]) -> Table:
@@ -165,8 +205,11 @@ def failures_table(runs: Sequence[RunInput], skips: Sequence[PlannedSkip]) -> Ta
     for s in skips:
         how = ("predicted" + (f" by {s.rule}" if s.rule else "")) if s.reason == "predicted" \
             else f"skipped: failed before ({s.run_id})" if s.run_id else s.reason
+        # a rule's message ends in what to change ("…: vLLM refuses to start; raise …")
+        fix = s.remediation or (s.message.rsplit("; ", 1)[-1] if s.reason == "predicted"
+                                else "")
         rows.append((s.point, how, s.signature or "–", _short(s.evidence or s.message),
-                     _short(s.remediation)))
+                     _short(fix) or "–"))
     return Table("Failures and skipped points",
                  ("point", "outcome", "signature", "evidence", "remediation"), tuple(rows))
 

@@ -6,6 +6,7 @@ because it reads the run store and the project's hosts and writes files.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -21,6 +22,22 @@ from variantctl.runs.store import RunStore, write_local_atomic
 #: every plot a report may draw (build.py), for clearing an earlier report's leftovers
 _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
                          "pareto.png"})
+
+
+def _user_mode() -> int:
+    """0o666 less the user's umask: the mode any program's new file gets (a report is read
+    by colleagues and web servers; the atomic writer's temporary file is 0600)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _write_shared(path: Path, data: bytes) -> None:
+    """Write atomically; a new file gets the user's umask, an existing one keeps its mode."""
+    new = not path.exists()
+    write_local_atomic(path, data)
+    if new:
+        path.chmod(_user_mode())
 
 
 def _remediation(catalog: Catalog, signature: str) -> str:
@@ -124,7 +141,7 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
             from variantctl.report.html import render_html
 
             path = out / "report.html"
-            write_local_atomic(path, render_html(doc, images).encode())
+            _write_shared(path, render_html(doc, images).encode())
             return [path]
         from variantctl.report.markdown import render_markdown
 
@@ -133,10 +150,10 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
             # an earlier report's plot this one does not have (no GPU data now)
             (out / stale).unlink(missing_ok=True)
         for image_name, png in images.items():
-            write_local_atomic(out / image_name, png)
+            _write_shared(out / image_name, png)
             written.append(out / image_name)
         path = out / "report.md"
-        write_local_atomic(path, render_markdown(doc).encode())
+        _write_shared(path, render_markdown(doc).encode())
     except OSError as exc:
         raise VariantctlError(f"{out}: cannot write the report ({exc})", where=str(out)) \
             from None

@@ -181,6 +181,9 @@ def test_the_server_dying_mid_level(run_cli: Run, project: Path) -> None:
     (["--request-rate", "fast"], "--request-rate 'fast'"),
     (["--prompt", "no-such-file.txt"], "--prompt 'no-such-file.txt'"),
     (["--url", "http://127.0.0.1:1"], "give a VARIANT (or several) or --url, not both"),
+    (["--max-repeat", "5"], "--max-repeat needs --until-ci"),
+    (["--until-ci", "0"], "--until-ci must be a percentage in (0, 100), got 0"),
+    (["--until-ci", "5", "--max-repeat", "2"], "--max-repeat must be >= 3"),
 ])
 def test_bad_input_is_one_error_line(run_cli: Run, project: Path, args: list[str],
                                      message: str) -> None:
@@ -283,3 +286,47 @@ def test_a_death_ends_every_repeat_too(run_cli: Run, project: Path) -> None:
     assert [lv["repeat"] for lv in doc["levels"]] == [0]
     # "server exited", plus the runner's note when the watchdog stopped requests in flight
     assert doc["levels"][0]["partial_reason"].startswith("server exited")
+
+
+def test_every_level_carries_its_intervals_and_until_ci_says_how_it_ended(
+        run_cli: Run, project: Path) -> None:
+    launch(run_cli, project, "fake-openai")
+    shape = ("--requests", "6", "--output-len", "8", "--warmup", "off", "--no-store")
+    common = ("fake-openai", "--concurrency", "1,2", *shape)
+    # an interval no run can reach: three repeats (at least), --max-repeat 3 ends it
+    res = bench(run_cli, project, *common, "--until-ci", "0.0001", "--max-repeat", "3",
+                "--json")
+    assert res.code == 0, res.output
+    doc = json.loads(res.stdout)
+    # each concurrency in turn, repeated (not the whole ladder again)
+    assert [(lv["concurrency"], lv["repeat"]) for lv in doc["levels"]] == [
+        (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+    assert doc["params"]["until_ci"] == 0.0001 and doc["params"]["max_repeat"] == 3
+    for point in doc["intervals"]:
+        thr = point["figures"]["output_throughput"]
+        assert thr["method"] == "repeats" and thr["n_repeats"] == 3
+        assert thr["n_requests"] == 18 and thr["few_requests"] and not thr["few_repeats"]
+        lo, hi = thr["ci95"]
+        assert lo <= thr["estimate"] <= hi
+        assert point["until_ci"]["reached"] is False and point["until_ci"]["repeats"] == 3
+        assert set(point["figures"]) >= {"ttft_p90", "tpot_mean", "tps_p10", "tps_p50"}
+    # a loose target is met after the three repeats a t interval needs
+    res = bench(run_cli, project, "fake-openai", "--concurrency", "1", *shape,
+                "--until-ci", "90")
+    assert res.code == 0, res.output
+    assert "fake-openai: --until-ci: concurrency 1: throughput CI ±" in res.stdout
+    assert "after 3 repeats (under ±90 %)" in res.stdout
+    assert "95 % confidence intervals: output throughput (tok/s), TTFT (ms)" in res.stdout
+    res = bench(run_cli, project, *common, "--until-ci", "0.0001", "--max-repeat", "3")
+    assert "concurrency 2: gave up — throughput CI ±" in res.stdout
+    assert "after 3 repeats, not under ±0.0001 % (--max-repeat 3 reached)" in res.stdout
+    # one repeat: a bootstrap over the level's 6 requests, marked * and !
+    res = bench(run_cli, project, *common, "--json")
+    thr = json.loads(res.stdout)["intervals"][0]["figures"]["output_throughput"]
+    assert (thr["method"], thr["n_repeats"], thr["n_requests"]) == ("requests", 1, 6)
+    assert thr["few_repeats"] and thr["few_requests"]
+    res = bench(run_cli, project, *common)
+    row = next(line for line in res.stdout.splitlines()
+               if line.replace("│", " ").split()[:3] == ["1", "1", "6"])
+    cell = row.replace("│", " ").split()[4]
+    assert cell.startswith("±") and cell.endswith("*!")  # the half-width and the marks

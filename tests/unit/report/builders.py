@@ -7,17 +7,20 @@ aggregate TPS is exactly what the test passes in.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from variantctl.bench import metrics
 from variantctl.bench.gpu import GpuDevice, GpuSummary, Stat
 from variantctl.bench.model import (
     BenchResult,
     LevelMetrics,
     LevelResult,
+    RequestResult,
     Stats,
     SteadyWindow,
     Target,
@@ -66,6 +69,30 @@ def level(c: int, *, agg: float, ttft_p90_ms: float, tps_p10: float, tps_p50: fl
     summary = (GpuSummary(True, "nvidia-smi", None, 1.0, 10, tuple(devices))
                if devices else GpuSummary(False, None, no_gpu_reason))
     return LevelResult(c, metrics, (), MappingProxyType({}), repeat=repeat, gpu=summary)
+
+
+def measured_level(c: int, seed: int, *, n: int = 40, slow: float = 1.0, repeat: int = 0
+           ) -> LevelResult:
+    """A level with real-shaped requests (the statistics resample them): ``n`` requests,
+    ``c`` at a time, 16 tokens each at ~10 ms × ``slow`` per token, TTFT ~50 ms × ``slow``."""
+    rng = random.Random(seed)
+    reqs = []
+    slots = [0.0] * c
+    for i in range(n):
+        k = min(range(c), key=lambda j: slots[j])
+        start = slots[k]
+        ttft = rng.uniform(0.04, 0.06) * slow
+        gaps = [rng.uniform(0.008, 0.012) * slow for _ in range(15)]
+        offs = [ttft]
+        for g in gaps:
+            offs.append(offs[-1] + g)
+        reqs.append(RequestResult(index=i, ok=True, start_s=start, ttft_s=ttft,
+                                  latency_s=offs[-1], chunk_offsets_s=tuple(offs),
+                                  output_tokens=16, usage_seen=True))
+        slots[k] = start + offs[-1]
+    duration = max(r.end_s for r in reqs)
+    m = metrics.compute(reqs, concurrency=c, duration_s=duration)
+    return LevelResult(c, m, tuple(reqs), MappingProxyType({}), repeat=repeat)
 
 
 def result(levels: Sequence[LevelResult], *, prompt: str = "random", output_len: int = 16,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CliResult
-from tests.unit.report.builders import level, record, result, store_run
+from tests.unit.report.builders import level, measured_level, record, result, store_run
 from variantctl.report.compare import compare
 from variantctl.report.model import RunInput
 from variantctl.runs.store import RunStore
@@ -24,39 +25,65 @@ def _full() -> RunInput:
     return RunInput(record("aaaaaaaaaa-1", "full-parser", args=PARSER, patches=PATCHED,
                            facts={"vllm_version": "0.6.3", "config": {"enforce_eager": True},
                                   "requested": {"max_num_seqs": 2, "dtype": "bfloat16"},
-                                  "startup_seconds": 30.0}),
-                    (("b1.json", result([
-                        level(1, agg=8.34, ttft_p90_ms=1850, tps_p10=8.74, tps_p50=8.9),
-                        level(2, agg=8.07, ttft_p90_ms=2500, tps_p10=4.1, tps_p50=4.3)],
+                                  "startup_seconds": 30.0, "server_address": "0.0.0.0:8100",
+                                  "config_line": 12}),
+                    (("b1.json", result(
+                        [measured_level(1, s, repeat=s) for s in range(3)]
+                        + [measured_level(2, 10 + s, repeat=s) for s in range(3)],
                         prompt="short", input_len=None, output_len=128)),))
 
 
 def _off() -> RunInput:
-    return RunInput(record("bbbbbbbbbb-1", "parser-off", args={"max-num-seqs": 2},
-                           env={"VLLM_ATTENTION_BACKEND": "XFORMERS"},
-                           facts={"vllm_version": "0.6.3", "config": {"enforce_eager": False},
-                                  "requested": {"max_num_seqs": 2, "dtype": "float16"},
-                                  "startup_seconds": 26.0}),
-                    (("b1.json", result([
-                        level(1, agg=8.0, ttft_p90_ms=1700, tps_p10=8.3, tps_p50=8.5, repeat=0),
-                        level(1, agg=7.0, ttft_p90_ms=1900, tps_p10=8.1, tps_p50=8.3, repeat=1),
-                        level(2, agg=7.23, ttft_p90_ms=2400, tps_p10=3.9, tps_p50=4.0)],
-                        prompt="short", input_len=None, output_len=128)),))
+    rec = record("bbbbbbbbbb-1", "parser-off", args={"max-num-seqs": 2},
+                 env={"VLLM_ATTENTION_BACKEND": "XFORMERS"},
+                 facts={"vllm_version": "0.6.3", "config": {"enforce_eager": False},
+                        "requested": {"max_num_seqs": 2, "dtype": "float16"},
+                        "startup_seconds": 26.0, "server_address": "0.0.0.0:8200",
+                        "config_line": 14})
+    rec = replace(rec, variant={**rec.variant, "port": 8200})
+    # c=1: 30 % slower per token; c=2: the same load as A's, other draws
+    return RunInput(rec, (("b1.json", result(
+        [measured_level(1, 20 + s, slow=1.3, repeat=s) for s in range(3)]
+        + [measured_level(2, 30 + s, repeat=s) for s in range(3)],
+        prompt="short", input_len=None, output_len=128)),))
 
 
-def test_metric_deltas_absolute_percent_spread_and_direction() -> None:
+def test_each_figure_is_tested_and_each_level_gets_a_verdict() -> None:
     c = compare(_full(), _off())
-    by = {(m.concurrency, m.metric): m for m in c.metrics}
-    agg = by[(1, "agg_tps")]
-    assert agg.a is not None and agg.b is not None
-    assert agg.a.mean == 8.34 and agg.b.mean == pytest.approx(7.5)
-    assert (agg.b.lo, agg.b.hi, agg.b.n) == (7.0, 8.0, 2)  # the spread across repeats
-    assert agg.delta == pytest.approx(-0.84)
-    assert agg.pct == pytest.approx(-0.84 / 8.34 * 100)
-    assert agg.better is False  # less throughput is worse
+    by = {(t.concurrency, t.metric): t for t in c.tests}
+    thr = by[(1, "output_throughput")]
+    assert thr.a.n == thr.b.n == 3 and thr.difference is not None
+    assert thr.difference.method == "welch" and thr.significant and thr.better is False
+    assert thr.delta_pct is not None and -30 < thr.delta_pct < -15
     ttft = by[(1, "ttft_p90")]
-    assert ttft.delta == pytest.approx(-50.0) and ttft.better is True  # lower latency: better
-    assert [m.concurrency for m in c.metrics][::7] == [1, 2]
+    assert ttft.significant and ttft.better is False  # higher TTFT: worse
+    assert not by[(2, "output_throughput")].significant
+    assert c.verdicts == {1: "b-slower", 2: "no-significant-difference"}
+    assert [t.concurrency for t in c.tests][::11] == [1, 2]  # 11 headline figures a level
+
+
+def test_one_repeat_a_side_is_tested_over_requests() -> None:
+    full, off = _full(), _off()
+    one = [RunInput(r.record, (("b1.json", result(
+        [lv for lv in r.results[0][1].levels if lv.repeat == 0])),)) for r in (full, off)]
+    c = compare(*one)
+    thr = next(t for t in c.tests if t.metric == "output_throughput" and t.concurrency == 1)
+    assert thr.difference is not None and thr.difference.method == "bootstrap"
+    assert (thr.a.n, thr.b.n) == (40, 40) and thr.a.marks == "*"
+    assert thr.significant and c.verdicts[1] == "b-slower"
+
+
+def test_levels_without_requests_or_repeats_are_left_undecided() -> None:
+    a = RunInput(record("aaaaaaaaaa-1", "x"), (("b.json", result([
+        level(1, agg=8.34, ttft_p90_ms=1850, tps_p10=8.74, tps_p50=8.9)])),))
+    b = RunInput(record("bbbbbbbbbb-1", "y"), (("b.json", result([
+        level(1, agg=4.0, ttft_p90_ms=1850, tps_p10=8.74, tps_p50=8.9)])),))
+    c = compare(a, b)
+    thr = next(t for t in c.tests if t.metric == "output_throughput")
+    assert thr.difference is None and not thr.significant
+    assert thr.to_json()["ci95_pct"] == [None, None]
+    assert thr.delta_pct == pytest.approx(100 * (4.0 - 8.34) / 8.34)
+    assert c.verdicts == {1: "no-significant-difference"}
 
 
 def test_configuration_patch_environment_and_fact_deltas() -> None:
@@ -75,6 +102,9 @@ def test_configuration_patch_environment_and_fact_deltas() -> None:
     assert ("facts", "requested.max_num_seqs") not in got
     assert ("facts", "vllm_version") not in got
     assert ("facts", "startup_seconds") not in got  # a measurement, not a setting
+    # ports and addresses cannot change performance: apart
+    assert not {"port", "server_address", "config_line"} & {ch.key for ch in c.changes}
+    assert {ch.key for ch in c.also} == {"port", "server_address", "config_line"}
 
 
 def test_unlike_benchmarks_are_compared_with_a_note_and_bench_deltas() -> None:
@@ -104,25 +134,41 @@ def test_compare_cli_table_and_json(run_cli: Callable[..., CliResult], project: 
     assert res.code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("A = full-parser (aaaaaaaaaa-1)   B = parser-off (bbbbbbbbbb-1)")
-    row = next(line for line in lines if "aggregate TPS" in line)
-    assert row.split() == ["aggregate", "TPS", "(tok/s)", "8.34", "7.50", "(7.00–8.00)",
-                           "-0.84", "-10.1%", "B", "worse"]
-    assert next(line for line in lines if "success" in line).split()[:5] == [
-        "1", "success", "(%)", "100", "100"]
-    ttft = next(line for line in lines if "TTFT P90" in line)
-    assert ttft.split()[3:] == ["1.85", "1.80", "(1.70–1.90)", "-0.05", "-2.7%", "B", "better"]
-    assert "with repeats: mean (min–max)" in res.stdout
+    c = compare(_full(), _off())
+    thr = next(t for t in c.tests if t.metric == "output_throughput" and t.concurrency == 1)
+    row = next(line for line in lines if "output throughput" in line).split()
+    hw = thr.a.interval.half_width
+    assert row[:7] == ["1", "output", "throughput", "(tok/s)", f"{thr.a.estimate:.2f}",
+                       f"±{hw:.2f}", "n=3"]
+    assert row[-2:] == ["B", "worse"]
+    assert f"{thr.delta_pct:+.1f}%" in row
+    same = next(line for line in lines[lines.index(next(x for x in lines if x.startswith("2 "))):]
+                if "output throughput" in line)
+    assert same.split()[-2:] == ["within", "noise"]
+    assert "concurrency 1: output throughput — B is slower" in res.stdout
+    assert "concurrency 2: output throughput — no significant difference" in res.stdout
+    assert "also differs (cannot change performance): port, config_line, server_address" \
+        in res.stdout
+    what = res.stdout[res.stdout.index("What differs"):res.stdout.index("also differs")]
+    assert "port" not in what and "server_address" not in what
     setting = next(line for line in lines if "tool-call-parser" in line)
     assert setting.split() == ["args", "tool-call-parser", "qwen3_coder", "(unset)"]
     res = run_cli(["compare", "aaaa", "bbbb", "--json"], project=project)
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)["compare"]
     assert doc["a"]["run_id"] == "aaaaaaaaaa-1" and doc["b"]["benchmarks"][0].startswith("bench-")
-    agg = next(m for m in doc["metrics"] if m["metric"] == "agg_tps" and m["concurrency"] == 1)
-    assert agg["b"] == {"mean": 7.5, "min": 7.0, "max": 8.0, "n": 2}
-    assert agg["pct"] == pytest.approx(-10.07, abs=0.01)
+    assert doc["verdict"] == {"1": "b-slower", "2": "no-significant-difference"}
+    for row_ in doc["rows"]:
+        assert list(row_) == ["level", "metric", "a", "b", "delta_pct", "ci95_pct",
+                              "significant", "n_a", "n_b"]
+    agg = next(r for r in doc["rows"] if r["metric"] == "output_throughput" and r["level"] == 1)
+    assert agg["a"] == pytest.approx(thr.a.estimate) and agg["significant"] is True
+    assert agg["n_a"] == agg["n_b"] == 3
+    lo, hi = agg["ci95_pct"]
+    assert lo < agg["delta_pct"] < hi < 0
     assert {"group": "env", "key": "VLLM_ATTENTION_BACKEND", "a": None, "b": "XFORMERS",
             "a_text": "(unset)", "b_text": "XFORMERS"} in doc["changes"]
+    assert {c["key"] for c in doc["also_differs"]} == {"port", "server_address", "config_line"}
 
 
 def test_compare_with_a_failed_start_compares_settings_only(

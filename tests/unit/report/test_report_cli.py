@@ -65,11 +65,20 @@ def test_markdown_report_with_plots_beside_it(run_cli: Cli, project: Path) -> No
     assert res.code == 0, res.output
     assert sorted(p.name for p in out.iterdir()) == ["agg_tps.png", "pareto.png", "report.md",
                                                     "tpot.png", "ttft_p90.png"]
-    assert "| full-parser | 1 | 4/4 | 100 | 1.85 | 8.74 | 8.90 | 8.34 |" in md
-    assert "| c | full-parser | parser-off |" in md
-    assert "| 2 | 8.07 | 7.23 |" in md
-    assert "| full-parser | 1 | 0 | 28.9 / 60.0 |" in md
-    assert "| parser-off | 1 | – | not available (no GPU monitor) |" in md
+    # points are labelled by the one setting that varies; no interval without requests
+    # or 3 repeats: the figure, n and the marks
+    assert "| seqs=default | 1 | 4/4 | 100 | 1850 n=1*! | 8.74 n=1*! | 8.90 n=1*! | " \
+        "8.34 n=1*! |" in md
+    assert "| c | seqs=default | seqs=2 |" in md
+    assert "| 2 | 8.07 n=1*! | 7.23 n=1*! |" in md
+    assert "| seqs=default | 1 | 0 | 28.9 / 60.0 |" in md
+    assert "| seqs=2 | 1 | – | not available (no GPU monitor) |" in md
+    assert "| seqs=default | full-parser | aaaaaaaaaa-1 | cpu | ready |" in md
+    # the answer first, one heading per section
+    assert md.index("## Summary") < md.index("## Runs")
+    assert "| 1 | seqs=default | 8.34 n=1*! | none; untested (no interval): seqs=2 " \
+        "(8.00 n=1*!) |" in md
+    assert "**Runs**" not in md and "**Steady state**" not in md
     assert ("| sched4 | failed (cccccccccc-1) | batched-tokens-below-model-len | log:17: "
             "ValueError: max_num_batched_tokens (64) is smaller than max_model_len (512). "
             "| raise --max-num-batched-tokens |") in md
@@ -132,8 +141,10 @@ def test_a_sweep_by_name_shows_its_points_and_skips(run_cli: Cli, project: Path)
     assert res.code == 0, res.output
     md = (out / "report.md").read_text()
     assert md.startswith("# Sweep cpu-smoke\n\n_sweep cpu-smoke")
-    assert "| cpu-eager@cpu-smoke-01 | 1 | 4/4 |" in md  # points are labelled by name
-    assert ("| cpu-eager@cpu-smoke-01 | aaaaaaaaaa-1 | cpu | ready | 42.5 | 1 | "
+    # points are labelled by the settings that vary, not by the derived point name
+    assert "| seqs=default | 1 | 4/4 |" in md and "| seqs=2 | 2 | 4/4 |" in md
+    assert "cpu-eager@cpu-smoke-01 | 1 | 4/4" not in md
+    assert ("| seqs=default | cpu-eager@cpu-smoke-01 | aaaaaaaaaa-1 | cpu | ready | 42.5 | 1 | "
             "args.enforce-eager=true, args.max-num-seqs=1 |") in md
     assert "| cpu-eager@cpu-smoke-02 | failed (cccccccccc-1) |" in md
     # a catalog remediation templated on a log's numbers is not shown unfilled
@@ -221,13 +232,14 @@ def test_the_report_says_which_variant_won(run_cli: Cli, project: Path) -> None:
     res = run_cli(["report", "aaaaaaaaaa-1", "bbbbbbbbbb-1", "--out", str(out)],
                   project=project)
     assert res.code == 0, res.output
-    most = ("Most throughput: full-parser, 8.3 tok/s aggregate at concurrency 1, 4 % more "
-            "than parser-off.")
-    first = ("Fastest first token: parser-off, TTFT P90 1700 ms at concurrency 1, 8 % less "
-             "than full-parser.")
+    # the points are named by the setting that varies (max-num-seqs)
+    most = ("Most throughput: seqs=default, 8.3 tok/s aggregate at concurrency 1, 4 % more "
+            "than seqs=2.")
+    first = ("Fastest first token: seqs=2, TTFT P90 1700 ms at concurrency 1, 8 % less "
+             "than seqs=default.")
     assert res.stdout.splitlines()[-2:] == [most, first]
     md = (out / "report.md").read_text()
-    assert f"## Results\n\n{most}\n\n{first}\n" in md
+    assert f"## Summary\n\n{most}\n\n{first}\n" in md  # the report opens with them
     doc = json.loads(run_cli(["report", "bbbbbbbbbb-1", "--out", str(out), "--json"],
                              project=project).stdout)
     assert doc["summary"] == ["Most throughput: parser-off, 8.0 tok/s aggregate at "
@@ -236,3 +248,22 @@ def test_the_report_says_which_variant_won(run_cli: Cli, project: Path) -> None:
     doc = json.loads(run_cli(["report", "cccccccccc-1", "--out", str(out), "--json"],
                              project=project).stdout)
     assert doc["summary"] == []
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_report_files_get_the_users_umask(run_cli: Cli, project: Path, umask: int,
+                                          mode: int) -> None:
+    import os
+
+    old = os.umask(umask)
+    try:
+        out = project / "rep"
+        res = run_cli(["report", "aaaaaaaaaa-1", "--out", str(out)], project=project)
+        assert res.code == 0, res.output
+        res = run_cli(["report", "aaaaaaaaaa-1", "--format", "html", "--out",
+                       str(project / "html")], project=project)
+        assert res.code == 0, res.output
+    finally:
+        os.umask(old)
+    files = [*out.iterdir(), project / "html" / "report.html"]
+    assert {f.stat().st_mode & 0o777 for f in files} == {mode}, files

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.report.builders import gpu, level, record, result
+from tests.unit.report.builders import gpu, level, measured_level, record, result
 from variantctl.report.build import build
 from variantctl.report.model import PlannedSkip, ReportInput, RunInput
 from variantctl.report.series import series_of
@@ -28,25 +28,41 @@ def _two_points() -> list[RunInput]:
     return [full, off]
 
 
-def test_points_table_is_the_first_seeds_table_with_repeats_as_mean_and_spread() -> None:
+def test_points_table_is_the_first_seeds_table_with_n_and_marks() -> None:
     table = points_table(series_of(_two_points()))
-    assert table.headers[:8] == ("point", "c", "ok", "success %", "TTFT P90 s",
-                                 "Output TPS P10", "Output TPS P50", "aggregate TPS")
+    assert table.headers[:8] == ("point", "c", "ok", "success %", "TTFT P90 ms",
+                                 "Output TPS P10", "Output TPS P50", "output tok/s")
     rows = {(r[0], r[1]): r for r in table.rows}
-    assert rows[("full-parser", "1")][2:8] == ("4/4", "100", "1.85", "8.74", "8.90", "8.34")
+    # results without per-request data and < 3 repeats: the figure, n, no interval, marked
+    assert rows[("full-parser", "1")][2:8] == ("4/4", "100", "1850 n=1*!", "8.74 n=1*!",
+                                               "8.90 n=1*!", "8.34 n=1*!")
     assert rows[("full-parser", "2")][2:4] == ("3/4", "75")
-    # two repeats of c=1: the mean, then (min–max) of the repeats
+    # two repeats of c=1: their mean, n=2
     off = rows[("parser-off", "1")]
     assert off[2] == "8/8"
-    assert off[4] == "1.50 (1.00–2.00)"
-    assert off[7] == "7.50 (7.00–8.00)"
+    assert off[4] == "1500 n=2*!"
+    assert off[7] == "7.50 n=2*!"
     assert len(table.rows) == 3  # repeats fold into one row
+    assert "* fewer than 3 repeats" in table.note
+
+
+def test_points_table_intervals_over_repeats_and_over_requests() -> None:
+    three = RunInput(record("aaaaaaaaaa-1", "x"), (("b.json", result(
+        [measured_level(2, s, repeat=s) for s in range(3)] + [measured_level(4, 9)])),))
+    (s,) = series_of([three])
+    rows = {r[1]: r for r in points_table([s]).rows}
+    thr = s.points[0].intervals["output_throughput"]
+    assert thr.method == "repeats"
+    assert rows["2"][7] == f"{thr.estimate:.2f} ±{thr.interval.half_width:.2f} n=3"
+    one = s.points[1].intervals["output_throughput"]
+    assert one.method == "requests"
+    assert rows["4"][7] == f"{one.estimate:.2f} ±{one.interval.half_width:.2f} n=40*"
 
 
 def test_curve_table_has_a_row_per_concurrency_and_a_column_per_point() -> None:
     table = curve_table(series_of(_two_points()))
     assert table.headers == ("c", "full-parser", "parser-off")
-    assert table.rows == (("1", "8.34", "7.50 (7.00–8.00)"), ("2", "7.23", ""))
+    assert table.rows == (("1", "8.34 n=1*!", "7.50 n=2*!"), ("2", "7.23 n=1*!", ""))
 
 
 def test_hardware_table_per_gpu_or_not_available_with_the_reason() -> None:
@@ -67,8 +83,11 @@ def test_hardware_table_per_gpu_or_not_available_with_the_reason() -> None:
 
 def test_steady_table_shows_the_window_and_its_warning() -> None:
     table = steady_table(series_of(_two_points()[:1]))
-    assert table.rows[0] == ("full-parser", "1", "10.0", "4/4", "8.34", "1.85", "100.0",
-                             "short")
+    assert table.rows[0] == ("full-parser", "1", "10.0 (short)", "4/4", "8.34", "1850",
+                             "100.0")
+    # the warning once, under the table, naming every short point
+    assert "2 point(s) have a steady window shorter than max(10 s, 10 % of the level) — " \
+        "marked (short): full-parser c=1, full-parser c=2." in table.note
 
 
 def test_failures_show_signature_evidence_line_and_remediation_and_predicted_skips() -> None:
@@ -100,11 +119,12 @@ def test_document_sections_and_plots_follow_the_data() -> None:
     runs = _two_points()
     doc = build(ReportInput("Decode", tuple(runs)))
     titles = [s.title for s in doc.sections]
-    assert titles == ["Runs", "Results", "Hardware", "Throughput vs latency", "Steady state"]
+    assert titles == ["Summary", "Runs", "Results", "Hardware", "Throughput vs latency",
+                      "Steady state"]
     # no GPU samples: no utilisation plot, and the hardware section says so
     assert [p.name for p in doc.plots] == ["agg_tps.png", "tpot.png", "ttft_p90.png",
                                            "pareto.png"]
-    hw = doc.sections[2]
+    hw = doc.sections[3]
     assert "not available" in hw.paragraphs[0]
     agg = doc.plots[0]
     assert [(ln.label, ln.xs, ln.ys) for ln in agg.lines] == [
@@ -142,4 +162,4 @@ def test_an_empty_sample_is_no_figure_not_zero() -> None:
     lv = replace(lv, metrics=replace(lv.metrics, output_tps=Stats(), tpot_ms=Stats()))
     run = RunInput(record("aaaaaaaaaa-1", "cpu-eager"), (("b.json", result([lv])),))
     (row,) = points_table(series_of([run])).rows
-    assert row[5:9] == ("–", "–", "300.00", "–")
+    assert row[5:9] == ("–", "–", "300.00 n=1*!", "–")

@@ -1,0 +1,119 @@
+"""``compare`` decides on the real vLLM CPU server (issue 21 item 2).
+
+Three servers at once (the tiny random-weight model, ``--enforce-eager``): ``seqs4-a``
+and ``seqs4-b`` are the same configuration (``max-num-seqs 4``) under two names,
+``seqs1`` allows one sequence at a time. Each is benchmarked four times at
+concurrency 4, the three interleaved (a, b, 1, a, b, 1, …) so the load other
+processes put on the machine falls on every side alike; ``compare`` pools a run's
+four benchmarks as repeats and tests them with Welch's t-test.
+
+- the same configuration twice: "no-significant-difference" on output throughput;
+- ``max-num-seqs 1`` against 4 at concurrency 4 (requests queue one at a time): B is
+  significantly slower.
+
+Three server starts in all (about 1–2 minutes, in parallel).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, CliResult, make_env
+from tests.support.sshd import free_port
+from variantctl.cli import run
+from variantctl.runs.store import RunStore
+
+pytestmark = [pytest.mark.vllm]
+
+# levels of several seconds each: a short level's throughput swings with whatever else
+# the machine runs (seen: ±150 % over 3 repeats of 1-s levels on a shared 2-core box)
+BENCH = ("--concurrency", "4", "--requests", "40", "--prompt", "random", "--input-len", "32",
+         "--output-len", "32", "--ignore-eos", "--warmup", "4", "--json")
+ROUNDS = 4
+VARIANTS = {"seqs4-a": 4, "seqs4-b": 4, "seqs1": 1}
+
+
+class Lab:
+    def __init__(self, project: Path, cache: Path):
+        self.project, self.cache = project, cache
+        self.runs: dict[str, str] = {}  # variant -> run id
+
+    def cli(self, *args: str) -> CliResult:
+        env = make_env(self.project, self.cache)
+        code = run(list(args), env)
+        return CliResult(code, env.stdout.file.getvalue(),  # type: ignore[attr-defined]
+                         env.stderr.file.getvalue())  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
+        tiny_model: Path) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("comparereal")
+    project = base / "project"
+    (project / "variants").mkdir(parents=True)
+    for name in ("cpu-base", "cpu-eager"):
+        (project / "variants" / f"{name}.yaml").write_text(
+            (REPO / "variants" / f"{name}.yaml").read_text())
+    for name, seqs in VARIANTS.items():
+        (project / "variants" / f"{name}.yaml").write_text(
+            f"extends: cpu-eager\nargs:\n  max-num-seqs: {seqs}\n")
+    (project / "variants" / "hosts.yaml").write_text(
+        f"cpu:\n  python: {vllm_python}\n  workdir: {base / 'work'}\n"
+        "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("VARIANTCTL_TINY_MODEL", str(tiny_model))
+    lab = Lab(project, base / "cache")
+    try:
+        for name in VARIANTS:
+            res = lab.cli("launch", name, "--port", str(free_port()), "--no-wait")
+            assert res.code == 0, res.output
+        for name in VARIANTS:
+            res = lab.cli("watch", name)
+            assert res.code == 0, res.output
+        for _ in range(ROUNDS):  # interleaved: machine load drifts alike on every side
+            for name in VARIANTS:
+                res = lab.cli("bench", name, *BENCH)
+                assert res.code == 0, res.output
+                stored = Path(json.loads(res.stdout)["stored"])
+                lab.runs[name] = RunStore(project / "runs").read(stored.parent).run_id
+        yield lab
+    finally:
+        lab.cli("stop", "--all", "--host", "cpu", "--grace", "5")
+        mp.undo()
+
+
+def _compare(lab: Lab, a: str, b: str) -> dict:  # type: ignore[type-arg]
+    res = lab.cli("compare", lab.runs[a], lab.runs[b], "--json")
+    assert res.code == 0, res.output
+    doc: dict = json.loads(res.stdout)["compare"]  # type: ignore[type-arg]
+    assert len(doc["a"]["benchmarks"]) == len(doc["b"]["benchmarks"]) == ROUNDS
+    return doc
+
+
+def test_the_same_configuration_twice_is_no_significant_difference(lab: Lab) -> None:
+    doc = _compare(lab, "seqs4-a", "seqs4-b")
+    thr = next(r for r in doc["rows"] if r["metric"] == "output_throughput")
+    print("same configuration:", thr)  # the figures, for pytest -s
+    assert doc["verdict"] == {"4": "no-significant-difference"}, thr
+    assert thr["n_a"] == thr["n_b"] == ROUNDS and thr["significant"] is False
+    lo, hi = thr["ci95_pct"]
+    assert lo <= 0 <= hi
+    # only the address the server listens on differs, and that apart
+    assert [c["key"] for c in doc["changes"]] == []
+    assert "server_address" in {c["key"] for c in doc["also_differs"]}
+
+
+def test_max_num_seqs_1_against_4_at_concurrency_4_is_significantly_slower(lab: Lab) -> None:
+    doc = _compare(lab, "seqs4-a", "seqs1")
+    thr = next(r for r in doc["rows"] if r["metric"] == "output_throughput")
+    print("max-num-seqs 4 vs 1:", thr)
+    assert doc["verdict"] == {"4": "b-slower"}, thr
+    assert thr["significant"] is True and thr["ci95_pct"][1] < 0
+    assert {"group": "args", "key": "max-num-seqs", "a": 4, "b": 1} in [
+        {k: c[k] for k in ("group", "key", "a", "b")} for c in doc["changes"]]
+    res = lab.cli("compare", lab.runs["seqs4-a"], lab.runs["seqs1"])
+    assert "concurrency 4: output throughput — B is slower" in res.stdout

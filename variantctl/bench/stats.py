@@ -1,0 +1,264 @@
+"""Confidence intervals and two-sample tests, in pure Python (PURE: no I/O, no clock).
+
+What docs/report.md ("Statistics") explains, computed here and nowhere else:
+
+- :func:`t_interval` — the 95 % interval of a mean from ``n`` independent values
+  (one per repeat) with Student's t on ``n − 1`` degrees of freedom;
+- :func:`bootstrap_intervals` — the percentile bootstrap of statistics of one
+  sample (the requests of a level), with a fixed seed so the same data gives the
+  same interval every time;
+- :func:`welch` — Welch's two-sample t-test and the interval of the difference of two
+  means (unequal variances, Welch–Satterthwaite degrees of freedom);
+- :func:`bootstrap_difference` — the percentile-bootstrap interval of a statistic's
+  relative difference between two samples (each resampled independently); a
+  difference is significant when the interval leaves out 0.
+
+Student's t distribution comes from the regularized incomplete beta function
+(Numerical Recipes' continued fraction), so no scipy is needed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+CONFIDENCE = 0.95
+#: bootstrap resamples (a level's figures share one resampling of its requests)
+RESAMPLES = 1000
+SEED = 20260101
+
+
+# -- Student's t ------------------------------------------------------------------------------
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+          + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(ln)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T ≤ t) for Student's t with ``df`` degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_ppf(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t (bisection on :func:`t_cdf`; |error| < 1e-10)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"quantile must be in (0, 1), got {q}")
+    if q < 0.5:
+        return -t_ppf(1.0 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2.0
+
+
+# -- intervals --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate and its 95 % confidence interval."""
+
+    estimate: float
+    lo: float
+    hi: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2.0
+
+    @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width as a percentage of the estimate (inf for 0)."""
+        return 100.0 * self.half_width / abs(self.estimate) if self.estimate else math.inf
+
+
+def mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def sample_var(values: Sequence[float]) -> float:
+    """The unbiased (n − 1) variance; 0 for fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    m = mean(values)
+    return math.fsum((v - m) ** 2 for v in values) / (n - 1)
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Mean ± t(n−1) × s/√n. Assumes independent, roughly normal values (a repeat's
+    figure averages many requests, so the central limit theorem makes it so)."""
+    if len(values) < 2:
+        raise ValueError("a t interval needs at least 2 values")
+    m = mean(values)
+    half = t_ppf(0.5 + confidence / 2.0, len(values) - 1) * math.sqrt(
+        sample_var(values) / len(values))
+    return Interval(m, m - half, m + half)
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    rank = (len(sorted_values) - 1) * q
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (rank - lo)
+
+
+def _percentile_interval(estimate: float, draws: list[float],
+                         confidence: float) -> Interval:
+    draws.sort()
+    alpha = (1.0 - confidence) / 2.0
+    return Interval(estimate, _quantile(draws, alpha), _quantile(draws, 1.0 - alpha))
+
+
+def bootstrap_intervals(sample: Sequence[T],
+                        statistics: Mapping[str, Callable[[Sequence[T]], float | None]], *,
+                        seed: int = SEED, resamples: int = RESAMPLES,
+                        confidence: float = CONFIDENCE) -> dict[str, Interval]:
+    """The percentile bootstrap of each statistic over ``sample`` (one resample serves
+    them all). Assumes the items are independent draws from one distribution (true of
+    requests within one server run only up to the server's own state: see
+    docs/report.md). A statistic that is None on the sample is left out."""
+    if not sample:
+        return {}
+    estimates = {k: f(sample) for k, f in statistics.items()}
+    live = {k: f for k, f in statistics.items() if estimates[k] is not None}
+    draws: dict[str, list[float]] = {k: [] for k in live}
+    rng = random.Random(seed)
+    n = len(sample)
+    for _ in range(resamples):
+        pick = [sample[i] for i in rng.choices(range(n), k=n)]
+        for k, f in live.items():
+            v = f(pick)
+            if v is not None:
+                draws[k].append(v)
+    out = {}
+    for k in live:
+        est = estimates[k]
+        if est is not None and draws[k]:
+            out[k] = _percentile_interval(est, draws[k], confidence)
+    return out
+
+
+# -- two-sample tests -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """B − A: the relative difference, its 95 % interval (both in % of A) and the test."""
+
+    delta_pct: float
+    lo_pct: float
+    hi_pct: float
+    p_value: float | None  # None for a bootstrap (the interval decides)
+    method: str  # "welch" | "bootstrap"
+
+    @property
+    def significant(self) -> bool:
+        """The interval leaves out 0 (for Welch: p < 0.05, the same decision)."""
+        return self.lo_pct > 0.0 or self.hi_pct < 0.0
+
+
+def welch(a: Sequence[float], b: Sequence[float],
+          confidence: float = CONFIDENCE) -> Difference:
+    """Welch's t-test of mean(b) − mean(a), as a percentage of mean(a).
+
+    Both samples need ≥ 2 values. The interval of the difference is divided by |mean(a)|
+    (A's mean taken as exact: a good approximation when A's own interval is narrow).
+    """
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("Welch's test needs at least 2 values on each side")
+    ma, mb = mean(a), mean(b)
+    va, vb = sample_var(a) / len(a), sample_var(b) / len(b)
+    delta = mb - ma
+    se = math.sqrt(va + vb)
+    scale = 100.0 / abs(ma) if ma else math.inf
+    if se == 0.0:  # no spread on either side: any difference is beyond the noise
+        pct = delta * scale if delta else 0.0
+        return Difference(pct, pct, pct, 0.0 if delta else 1.0, "welch")
+    df = (va + vb) ** 2 / ((va * va / (len(a) - 1) if va else 0.0)
+                           + (vb * vb / (len(b) - 1) if vb else 0.0))
+    t = delta / se
+    p = 2.0 * (1.0 - t_cdf(abs(t), df))
+    half = t_ppf(0.5 + confidence / 2.0, df) * se
+    return Difference(delta * scale, (delta - half) * scale, (delta + half) * scale, p, "welch")
+
+
+def bootstrap_difference(a: Sequence[T], b: Sequence[T],
+                         stat_a: Callable[[Sequence[T]], float | None],
+                         stat_b: Callable[[Sequence[T]], float | None], *,
+                         seed: int = SEED, resamples: int = RESAMPLES,
+                         confidence: float = CONFIDENCE) -> Difference:
+    """The percentile bootstrap of 100 × (stat_b(B) − stat_a(A)) / |stat_a(A)|, resampling
+    A and B independently (two statistics: a side's throughput depends on its own mean
+    in-flight count). Assumes independent items on each side (requests: see docs)."""
+    ea, eb = stat_a(a), stat_b(b)
+    if not a or not b or ea is None or eb is None:
+        raise ValueError("a bootstrap needs a statistic on each side")
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        x = stat_a([a[i] for i in rng.choices(range(len(a)), k=len(a))])
+        y = stat_b([b[i] for i in rng.choices(range(len(b)), k=len(b))])
+        if x is not None and y is not None:
+            draws.append(_relative(x, y))
+    iv = _percentile_interval(_relative(ea, eb), draws, confidence)
+    return Difference(iv.estimate, iv.lo, iv.hi, None, "bootstrap")
+
+
+def _relative(a: float, b: float) -> float:
+    """100 × (b − a) / |a|; ±inf when a is 0 and b is not."""
+    if a == 0.0:
+        return 0.0 if b == 0.0 else math.copysign(math.inf, b)
+    return 100.0 * (b - a) / abs(a)

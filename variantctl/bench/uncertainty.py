@@ -1,0 +1,388 @@
+"""The 95 % interval of each headline figure of a level, and A/B tests of two levels (PURE).
+
+A *point* is every level of one concurrency measured alike (``--repeat``, or several
+bench files of one run pooled by ``compare``). Its headline figures — output
+throughput, TTFT and TPOT mean/P50/P90/P99, per-request output TPS P10/P50 — get:
+
+- with ≥ 3 repeats: Student's t interval over the repeats' figures (the estimate is
+  their mean, as the tables print it);
+- with fewer: a percentile bootstrap over the requests, pooled over the repeats (the
+  estimate is the figure of the pooled requests: for one repeat exactly the level's).
+  That interval only covers request-to-request variation inside one server run, not
+  the run-to-run noise of the server and machine, so it is narrower than the truth:
+  such figures are marked (docs/report.md, "Statistics").
+
+Output throughput over requests: Σ output tokens / duration = c̄ × Σ tokens / Σ E2EL,
+where c̄ = Σ E2EL / duration is the mean number of requests in flight. The bootstrap
+resamples the requests' (tokens, E2EL) pairs and holds c̄ fixed — a ratio estimator.
+
+Two points are compared with Welch's t-test over repeats when both have ≥ 3, else with
+the bootstrap of the relative difference over requests (:mod:`variantctl.bench.stats`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from variantctl.bench import stats
+from variantctl.bench.metrics import percentile
+from variantctl.bench.model import LevelResult, RequestResult, Stats
+
+#: fewer repeats than this: the interval is a bootstrap over requests (marked)
+MIN_REPEATS = 3
+#: fewer requests than this in a point: too few for any interval to mean much (marked)
+MIN_REQUESTS = 20
+METHOD_REPEATS = "repeats"
+METHOD_REQUESTS = "requests"
+METHOD_NONE = "none"  # fewer than 3 repeats and no per-request results: no interval
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """What the request-level statistics need of one successful request."""
+
+    ttft_ms: float
+    tpot_ms: float | None
+    tps: float | None
+    tokens: int
+    e2el_s: float
+
+
+def _samples(requests: Sequence[RequestResult]) -> list[_Sample]:
+    out = []
+    for r in requests:
+        if r.ok:
+            tpot, tps = r.tpot_s, r.output_tps
+            out.append(_Sample(r.ttft_s * 1000.0, None if tpot is None else tpot * 1000.0,
+                               tps, r.output_tokens, r.latency_s))
+    return out
+
+
+def _stat_of(field: str, which: str) -> Callable[[Sequence[_Sample]], float | None]:
+    def value(sample: Sequence[_Sample]) -> float | None:
+        xs = sorted(v for v in (getattr(s, field) for s in sample) if v is not None)
+        if not xs:
+            return None
+        if which == "mean":
+            return math.fsum(xs) / len(xs)
+        return percentile(xs, float(which[1:]))
+
+    return value
+
+
+def _level_stat(get: Callable[[LevelResult], Stats], which: str
+                ) -> Callable[[LevelResult], float | None]:
+    def value(lv: LevelResult) -> float | None:
+        st = get(lv)
+        return float(getattr(st, which)) if st.count else None
+
+    return value
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure: how to read it from a level and from a sample of requests."""
+
+    name: str
+    heading: str
+    unit: str
+    higher_is_better: bool
+    of_level: Callable[[LevelResult], float | None]
+    #: None: the statistic needs the point (throughput: c̄ is fixed per point)
+    of_requests: Callable[[Sequence[_Sample]], float | None] | None
+
+
+def _headlines() -> dict[str, Headline]:
+    out = {"output_throughput": Headline("output_throughput", "output throughput", "tok/s", True,
+                               lambda lv: lv.metrics.output_throughput, None)}
+    for metric, field, label in (("ttft", "ttft_ms", "TTFT"), ("tpot", "tpot_ms", "TPOT")):
+        for which in ("mean", "p50", "p90", "p99"):
+            name = f"{metric}_{which}"
+            out[name] = Headline(
+                name, f"{label} {which.upper() if which != 'mean' else 'mean'}", "ms", False,
+                _level_stat((lambda f: lambda lv: getattr(lv.metrics, f))(field), which),
+                _stat_of(field, which))
+    for which in ("p10", "p50"):
+        out[f"tps_{which}"] = Headline(
+            f"tps_{which}", f"Output TPS {which.upper()}", "tok/s", True,
+            _level_stat(lambda lv: lv.metrics.output_tps, which), _stat_of("tps", which))
+    return out
+
+
+#: name -> headline figure, in the order tables show them
+HEADLINES: dict[str, Headline] = _headlines()
+
+
+@dataclass(frozen=True)
+class FigureCI:
+    """A headline figure of a point with its 95 % interval and what it rests on."""
+
+    metric: str
+    interval: stats.Interval
+    method: str  # METHOD_REPEATS | METHOD_REQUESTS
+    repeats: int
+    requests: int
+
+    @property
+    def estimate(self) -> float:
+        return self.interval.estimate
+
+    @property
+    def n(self) -> int:
+        """What the interval rests on: requests (bootstrap), else repeats (t, or the
+        mean of repeats without an interval)."""
+        return self.requests if self.method == METHOD_REQUESTS else self.repeats
+
+    @property
+    def few_repeats(self) -> bool:
+        return self.repeats < MIN_REPEATS
+
+    @property
+    def few_requests(self) -> bool:
+        return self.requests < MIN_REQUESTS
+
+    @property
+    def marks(self) -> str:
+        """``*``: fewer than 3 repeats (bootstrap over requests); ``!``: < 20 requests."""
+        return ("*" if self.few_repeats else "") + ("!" if self.few_requests else "")
+
+    def to_json(self) -> dict[str, Any]:
+        iv = self.interval
+        return {"estimate": iv.estimate, "ci95": [_finite(iv.lo), _finite(iv.hi)],
+                "half_width_pct": _finite(iv.half_width_pct),
+                "method": self.method, "n_repeats": self.repeats, "n_requests": self.requests,
+                "few_repeats": self.few_repeats, "few_requests": self.few_requests}
+
+
+MARKS_LEGEND = (f"±: 95 % confidence interval; * fewer than {MIN_REPEATS} repeats (bootstrap "
+                "over requests: understates run-to-run noise); ! fewer than "
+                f"{MIN_REQUESTS} requests")
+
+
+def _usable(levels: Sequence[LevelResult]) -> list[LevelResult]:
+    return [lv for lv in levels if lv.metrics.completed > 0]
+
+
+def _throughput_stat(levels: Sequence[LevelResult]) -> Callable[[Sequence[_Sample]],
+                                                                 float | None]:
+    samples = [s for lv in levels for s in _samples(lv.requests)]
+    duration = math.fsum(lv.metrics.duration_s for lv in levels)
+    in_flight = math.fsum(s.e2el_s for s in samples) / duration if duration > 0 else 0.0
+
+    def value(sample: Sequence[_Sample]) -> float | None:
+        e2el = math.fsum(s.e2el_s for s in sample)
+        return in_flight * sum(s.tokens for s in sample) / e2el if e2el > 0 else None
+
+    return value
+
+
+def _request_stat(metric: str, levels: Sequence[LevelResult]
+                  ) -> Callable[[Sequence[_Sample]], float | None]:
+    stat = HEADLINES[metric].of_requests
+    return stat if stat is not None else _throughput_stat(levels)
+
+
+def point_intervals(levels: Sequence[LevelResult], metrics: Sequence[str] | None = None,
+                    *, seed: int = stats.SEED, by_requests: bool = False
+                    ) -> dict[str, FigureCI]:
+    """The interval of each headline figure (``metrics``: a subset) of one point; a figure
+    with no value (no TPOT for one-token requests) or no completed level is left out."""
+    names = list(metrics) if metrics is not None else list(HEADLINES)
+    levels = _usable(levels)
+    out: dict[str, FigureCI] = {}
+    if not levels:
+        return out
+    samples = [s for lv in levels for s in _samples(lv.requests)]
+    if len(levels) >= MIN_REPEATS and not by_requests:
+        for name in names:
+            values = [v for v in (HEADLINES[name].of_level(lv) for lv in levels)
+                      if v is not None]
+            if len(values) >= MIN_REPEATS:
+                out[name] = FigureCI(name, stats.t_interval(values), METHOD_REPEATS,
+                                     len(values), len(samples))
+    elif samples:
+        funcs = {name: _request_stat(name, levels) for name in names}
+        for name, iv in stats.bootstrap_intervals(samples, funcs, seed=seed).items():
+            out[name] = FigureCI(name, iv, METHOD_REQUESTS, len(levels), len(samples))
+    for name in names:  # no interval can be made: the figure alone (method "none")
+        if name not in out:
+            unsure = _unsure(name, levels)
+            if unsure is not None:
+                out[name] = unsure
+    return {name: out[name] for name in names if name in out}
+
+
+@dataclass(frozen=True)
+class MetricTest:
+    """B against A on one figure of one concurrency (``difference`` None: one side has no
+    interval — fewer than 3 repeats and no per-request results — so nothing is decided)."""
+
+    concurrency: int
+    metric: str
+    a: FigureCI
+    b: FigureCI
+    difference: stats.Difference | None
+
+    @property
+    def significant(self) -> bool:
+        return self.difference is not None and self.difference.significant
+
+    @property
+    def delta_pct(self) -> float | None:
+        if self.difference is not None:
+            return self.difference.delta_pct
+        a, b = self.a.estimate, self.b.estimate
+        return 100.0 * (b - a) / abs(a) if a else None
+
+    @property
+    def better(self) -> bool | None:
+        """B better than A beyond the noise (None: no significant difference)."""
+        if self.difference is None or not self.significant:
+            return None
+        return (self.difference.delta_pct > 0) == HEADLINES[self.metric].higher_is_better
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the row the brief fixes (docs/report.md: compare --json)."""
+        d = self.difference
+        delta = self.delta_pct
+        return {"level": self.concurrency, "metric": self.metric, "a": self.a.estimate,
+                "b": self.b.estimate, "delta_pct": None if delta is None else _finite(delta),
+                "ci95_pct": [None, None] if d is None else [_finite(d.lo_pct),
+                                                            _finite(d.hi_pct)],
+                "significant": self.significant, "n_a": self.a.n, "n_b": self.b.n}
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) or math.isnan(value) else value
+
+
+def _unsure(name: str, levels: Sequence[LevelResult]) -> FigureCI | None:
+    """A figure without an interval: the mean over the repeats, no bounds."""
+    values = [v for v in (HEADLINES[name].of_level(lv) for lv in levels) if v is not None]
+    if not values:
+        return None
+    m = stats.mean(values)
+    return FigureCI(name, stats.Interval(m, math.nan, math.nan), METHOD_NONE, len(values),
+                    sum(len(lv.requests) for lv in levels))
+
+
+def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
+                   b_levels: Sequence[LevelResult], metrics: Sequence[str] | None = None,
+                   *, seed: int = stats.SEED) -> list[MetricTest]:
+    """Each headline figure of B against A: Welch over repeats when both sides have ≥ 3,
+    else the bootstrap of the relative difference over requests."""
+    names = list(metrics) if metrics is not None else list(HEADLINES)
+    a_lv, b_lv = _usable(a_levels), _usable(b_levels)
+    ci_a = point_intervals(a_lv, names, seed=seed)
+    ci_b = point_intervals(b_lv, names, seed=seed)
+    sa = [s for lv in a_lv for s in _samples(lv.requests)]
+    sb = [s for lv in b_lv for s in _samples(lv.requests)]
+    out = []
+    for name in names:
+        fa, fb = ci_a.get(name), ci_b.get(name)
+        if fa is None or fb is None:
+            continue
+        diff: stats.Difference | None = None
+        if fa.method == fb.method == METHOD_REPEATS:
+            get = HEADLINES[name].of_level
+            diff = stats.welch([v for v in (get(lv) for lv in a_lv) if v is not None],
+                               [v for v in (get(lv) for lv in b_lv) if v is not None])
+        elif METHOD_NONE not in (fa.method, fb.method) and sa and sb:
+            stat_a, stat_b = _request_stat(name, a_lv), _request_stat(name, b_lv)
+            diff = stats.bootstrap_difference(sa, sb, stat_a, stat_b, seed=seed)
+            # a side with repeats, compared by requests: its interval from its requests too
+            if fa.method == METHOD_REPEATS:
+                fa = point_intervals(a_lv, [name], seed=seed, by_requests=True)[name]
+            if fb.method == METHOD_REPEATS:
+                fb = point_intervals(b_lv, [name], seed=seed, by_requests=True)[name]
+        out.append(MetricTest(concurrency, name, fa, fb, diff))
+    return out
+
+
+VERDICTS = ("b-faster", "b-slower", "no-significant-difference")
+
+
+def verdict(tests: Sequence[MetricTest]) -> str | None:
+    """On output throughput: ``b-faster`` | ``b-slower`` | ``no-significant-difference``
+    (None: the level has no throughput on one side)."""
+    for t in tests:
+        if t.metric == "output_throughput":
+            if t.difference is None or not t.significant:
+                return "no-significant-difference"
+            return "b-faster" if t.difference.delta_pct > 0 else "b-slower"
+    return None
+
+
+def until_ci_done(levels: Sequence[LevelResult], pct: float) -> bool:
+    """``bench --until-ci PCT``: the point has ≥ 3 repeats and its throughput interval's
+    half-width is under ``pct`` % of the mean (a request bootstrap never ends it: it
+    cannot see run-to-run noise)."""
+    ci = point_intervals(levels, ["output_throughput"]).get("output_throughput")
+    return (ci is not None and ci.method == METHOD_REPEATS
+            and ci.interval.half_width_pct < pct)
+
+
+def intervals_json(intervals: Mapping[str, FigureCI]) -> dict[str, Any]:
+    return {name: ci.to_json() for name, ci in intervals.items()}
+
+
+def by_concurrency(levels: Sequence[LevelResult]) -> list[tuple[int, list[LevelResult]]]:
+    """Levels grouped by concurrency (repeats together), in the order first run."""
+    out: dict[int, list[LevelResult]] = {}
+    for lv in levels:
+        out.setdefault(lv.concurrency, []).append(lv)
+    return list(out.items())
+
+
+@dataclass(frozen=True)
+class UntilCi:
+    """How ``--until-ci`` ended for one concurrency."""
+
+    concurrency: int
+    target_pct: float
+    repeats: int
+    half_width_pct: float | None  # None: no interval (no completed level)
+    reached: bool
+
+    def line(self, max_repeat: int) -> str:
+        got = ("no interval" if self.half_width_pct is None
+               else f"±{self.half_width_pct:.1f} %")
+        if self.reached:
+            return (f"concurrency {self.concurrency}: throughput CI {got} after "
+                    f"{self.repeats} repeats (under ±{self.target_pct:g} %)")
+        why = (f"--max-repeat {max_repeat} reached" if self.repeats >= max_repeat
+               else "stopped early")
+        return (f"concurrency {self.concurrency}: gave up — throughput CI {got} after "
+                f"{self.repeats} repeats, not under ±{self.target_pct:g} % ({why})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target_pct": self.target_pct, "repeats": self.repeats,
+                "half_width_pct": self.half_width_pct, "reached": self.reached}
+
+
+def until_ci_outcomes(levels: Sequence[LevelResult], pct: float) -> list[UntilCi]:
+    """Per concurrency: whether ``--until-ci pct`` was met, from the levels run."""
+    out = []
+    for c, lvs in by_concurrency(levels):
+        ci = point_intervals(lvs, ["output_throughput"]).get("output_throughput")
+        hw = None if ci is None else _finite(ci.interval.half_width_pct)
+        out.append(UntilCi(c, pct, len(lvs), hw, until_ci_done(lvs, pct)))
+    return out
+
+
+def levels_json(levels: Sequence[LevelResult], until_ci: float | None = None
+                ) -> list[dict[str, Any]]:
+    """``bench --json``'s ``intervals``: per concurrency, each headline figure's interval."""
+    outcomes = {u.concurrency: u for u in until_ci_outcomes(levels, until_ci)} \
+        if until_ci is not None else {}
+    out = []
+    for c, lvs in by_concurrency(levels):
+        doc: dict[str, Any] = {"concurrency": c,
+                               "figures": intervals_json(point_intervals(lvs))}
+        if c in outcomes:
+            doc["until_ci"] = outcomes[c].to_json()
+        out.append(doc)
+    return out
