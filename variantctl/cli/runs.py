@@ -58,3 +58,12 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
         print_json(env, {"run": {"dir": str(d.path), **rec.to_json()}})
         return
     emit(env, [text(line) for line in run_lines(d, rec)])
+
+
+def _add_trend() -> None:
+    from variantctl.cli.trend import trend
+
+    runs.add_command(trend)
+
+
+_add_trend()

@@ -31,6 +31,7 @@ from variantctl.report.tables import (
     runs_table,
     steady_table,
 )
+from variantctl.report.trend import trend
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,9 @@ def build(report: ReportInput) -> ReportDoc:
         sections.append(Section("Throughput vs latency", plots=(pareto_plot(series, report),),
                                 paragraphs=(_gpu_note(series, report),)))
         sections.append(Section("Steady state", tables=(steady_table(series),)))
+        over_time = trend_section(report)
+        if over_time is not None:
+            sections.append(over_time)
         roof = roofline_section(series, report)
         if roof is not None:
             sections.append(roof)
@@ -259,6 +263,44 @@ def _one_heading(section: Section) -> Section:
         return section
     return replace(section, tables=tuple(replace(t, title="") if t.title == section.title
                                          else t for t in section.tables))
+
+
+def trend_section(report: ReportInput) -> Section | None:
+    """Runs of one configuration (nothing varies between them): output throughput run by
+    run, with the changes beyond the noise (report.trend) — ``runs trend`` drawn."""
+    measured = [r for r in report.runs if r.results]
+    if len(measured) < 2 or len({r.record.key for r in measured}) != 1:
+        return None
+    t = trend(measured)
+    order = {r.run_id: i + 1 for i, r in enumerate(t.runs)}
+    lines = []
+    for c in dict.fromkeys(p.concurrency for p in t.points):
+        pts = [p for p in t.points if p.concurrency == c]
+        lines.append(Line(f"c={c}", tuple(float(order[p.run.run_id]) for p in pts),
+                          tuple(p.figure.estimate for p in pts),
+                          yerr=tuple(_err(p.figure) or (0.0, 0.0) for p in pts)))
+    rows = []
+    for p in t.points:
+        ch = p.change
+        if ch is None:
+            change = ""
+        elif p.beyond_noise:
+            change = "beyond noise: " + ("; ".join(f"{x.group} {x.key}" for x in p.changed)
+                                         or "no setting differs")
+        else:
+            change = "within noise"
+        rows.append((str(p.concurrency), f"{order[p.run.run_id]}: {p.run.run_id}",
+                     p.run.record.created_at[:16].replace("T", " "), ci_text(p.figure),
+                     "" if ch is None or ch.delta_pct is None else f"{ch.delta_pct:+.1f}%",
+                     change))
+    return Section(
+        "Trend across runs",
+        (f"{len(t.runs)} runs of configuration {measured[0].record.key}, oldest first "
+         "(variantctl runs trend draws the same).",),
+        (Table("Output throughput by run", ("c", "run", "created", "output tok/s, 95 % CI",
+                                            "Δ % vs previous", "change"), tuple(rows)),),
+        (PlotData("trend.png", "Output throughput by run (95 % CI)", "run (oldest first)",
+                  "output tok/s", tuple(lines)),))
 
 
 def summary_section(series: Sequence[Series]) -> Section:

@@ -150,11 +150,14 @@ def _plain(value: Any) -> Any:
 
 
 def _patches(run: RunInput) -> dict[str, Any]:
-    """patchset -> {root: state}: what a patch did on each copy of the module."""
+    """patchset -> {root: state}: what a patch did on each copy of the module; and
+    ``patchset.fingerprint`` -> the definition's fingerprint (an edited patchset)."""
     out: dict[str, Any] = {}
     for name, info in _plain(run.record.patches).items():
         roots = info.get("roots") if isinstance(info, dict) else None
         out[name] = roots if isinstance(roots, dict) else info
+        if isinstance(info, dict) and info.get("fingerprint"):
+            out[f"{name}.fingerprint"] = info["fingerprint"]
     return out
 
 
@@ -215,8 +218,9 @@ def _at(data: Mapping[str, Any], key: tuple[str, ...]) -> Any:
     return value
 
 
-def compare(a: RunInput, b: RunInput) -> Comparison:
-    a_sel, b_sel, notes = pick(a, b)
+def setting_changes(a: RunInput, b: RunInput) -> list[SettingChange]:
+    """Everything that differs between the two runs' launches: configuration, patches,
+    host and environment, engine facts (vLLM version among them), and the verdict."""
     changes = [
         *changes_in("config", _view(a), _view(b), frozenset({"args", "env", "expect",
                                                              "startup", "vendor"})),
@@ -227,11 +231,17 @@ def compare(a: RunInput, b: RunInput) -> Comparison:
                               frozenset({"env"}))),
         *changes_in("facts", _facts(a), _facts(b)),
     ]
-    if a_sel and b_sel:
-        changes += changes_in("bench", _shape(a_sel[-1][1]), _shape(b_sel[-1][1]))
     if a.record.verdict.kind != b.record.verdict.kind:
         changes.insert(0, SettingChange("verdict", "verdict", a.record.verdict.kind,
                                         b.record.verdict.kind))
+    return changes
+
+
+def compare(a: RunInput, b: RunInput) -> Comparison:
+    a_sel, b_sel, notes = pick(a, b)
+    changes = setting_changes(a, b)
+    if a_sel and b_sel:
+        changes += changes_in("bench", _shape(a_sel[-1][1]), _shape(b_sel[-1][1]))
     ra, rb = [r for _, r in a_sel], [r for _, r in b_sel]
     notes += _success_notes(ra, rb)
     return Comparison(a, b, tuple(f for f, _ in a_sel), tuple(f for f, _ in b_sel),

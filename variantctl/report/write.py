@@ -21,7 +21,7 @@ from variantctl.runs.store import RunStore, write_local_atomic
 
 #: every plot a report may draw (build.py), for clearing an earlier report's leftovers
 _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
-                         "pareto.png"})
+                         "pareto.png", "trend.png"})
 
 
 def _user_mode() -> int:
