@@ -77,7 +77,8 @@ def labels(runs: Sequence[RunInput]) -> dict[str, str]:
         words = []
         for k in keys:
             values = [settings_of(o).get(k, _MISSING) for o in runs]
-            flag = all(v in (True, False, None, _MISSING) for v in values)
+            # a flag: on/off (1 == True in Python: test the type, not the value)
+            flag = all(v is None or v is _MISSING or isinstance(v, bool) for v in values)
             words.append(f"{_short(k)}={_text(flat.get(k, _MISSING), flag)}")
         out[r.run_id] = " ".join(words)
     return out

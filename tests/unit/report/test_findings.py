@@ -26,6 +26,11 @@ def test_points_are_labelled_by_the_settings_that_vary() -> None:
                             "cccccccccc-1": "eager=off seqs=4"}
     assert [s.label for s in series_of(runs)] == ["eager=on seqs=2", "eager=off seqs=2",
                                                   "eager=off seqs=4"]
+    # an integer setting unset in one run is the default, not "off" (1 == True)
+    one = [_run("aaaaaaaaaa-1", {}, [level(1, agg=1, ttft_p90_ms=1, tps_p10=1, tps_p50=1)]),
+           _run("bbbbbbbbbb-1", {"max-num-seqs": 1},
+                [level(1, agg=1, ttft_p90_ms=1, tps_p10=1, tps_p50=1)])]
+    assert list(labels(one).values()) == ["seqs=default", "seqs=1"]
     # nothing varies: the run's name, told apart by its sequence number
     same = [_run("aaaaaaaaaa-1", {}, [level(1, agg=1, ttft_p90_ms=1, tps_p10=1, tps_p50=1)])]
     assert [s.label for s in series_of(same)] == ["cpu-base@smoke-0a"]
