@@ -14,9 +14,11 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
-    """Metric deltas between two runs (absolute, %, spread over repeats) beside what
-    differs between them: configuration, patches, host and environment, engine facts
-    and benchmark parameters. RUN_A and RUN_B are run ids or unique prefixes."""
+    """Whether B differs from A beyond the noise, per level and figure (Δ %, its 95 % CI,
+    n; Welch over repeats or a bootstrap over requests) with a verdict per level on
+    output throughput, beside what differs between them: configuration, patches, host
+    and environment, engine facts and benchmark parameters (ports and addresses apart).
+    RUN_A and RUN_B are run ids or unique prefixes."""
     from variantctl.cli.output import emit, print_json
     from variantctl.jsonfields import StoredFileError
     from variantctl.render.compare import comparison_blocks, comparison_json
