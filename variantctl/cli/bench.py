@@ -69,7 +69,7 @@ from variantctl.env import Environment
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Run the whole ladder N times (≥ 3: each figure's 95 % CI comes from "
               "the repeats; fewer: from a bootstrap over requests, marked *).")
-@click.option("--until-ci", "until_ci", type=FiniteFloat(min=0, min_open=True), metavar="PCT",
+@click.option("--until-ci", "until_ci", type=FiniteFloat(), metavar="PCT",
               help="Repeat each level (at least 3 times) until its output-throughput 95 % "
               "CI half-width is under PCT % of the mean; says so when --max-repeat ends it "
               "first.")
