@@ -184,6 +184,7 @@ def test_the_server_dying_mid_level(run_cli: Run, project: Path) -> None:
     (["--max-repeat", "5"], "--max-repeat needs --until-ci"),
     (["--until-ci", "0"], "--until-ci must be a percentage in (0, 100), got 0"),
     (["--until-ci", "5", "--max-repeat", "2"], "--max-repeat must be >= 3"),
+    (["--until-ci", "5", "--request-rate", "1,2"], "--until-ci repeats each concurrency level"),
 ])
 def test_bad_input_is_one_error_line(run_cli: Run, project: Path, args: list[str],
                                      message: str) -> None:
