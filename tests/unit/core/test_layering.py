@@ -203,3 +203,24 @@ def test_no_unused_functions() -> None:
         and not FRAMEWORK_HOOKS.fullmatch(node.name)
     ]
     assert not unused, "defined but never used:\n" + "\n".join(unused)
+
+
+def test_architecture_doc_names_real_modules() -> None:
+    """docs/architecture.md stays true to the code: every ``pkg/module.py`` and
+    ``pkg/module.name`` it names exists (the module, and the name defined in it)."""
+    text = (PKG.parent / "docs" / "architecture.md").read_text()
+    named = re.findall(r"`([a-z_]+(?:/[a-z_]+)*)(?:\.py|\.([A-Za-z_][A-Za-z0-9_.]*))`", text)
+    assert len(named) > 30, named
+    wrong = []
+    for module, attr in named:
+        if module.startswith("tests/"):
+            continue
+        path = PKG / f"{module}.py"
+        if not path.is_file():
+            wrong.append(f"{module}.py does not exist")
+            continue
+        name = attr.split(".")[0] if attr else ""
+        if name and not re.search(rf"^\s*(?:async def|def|class) {name}\b|^{name}\b",
+                                  path.read_text(), re.M):
+            wrong.append(f"{module}.py defines no {name}")
+    assert not wrong, "docs/architecture.md:\n" + "\n".join(wrong)
