@@ -58,6 +58,11 @@ _BENCH = Struct("bench", {
     "ramp_end": Field(Float(min=0.001, finite=True)),
     "timeout_s": Field(Float(min=1, finite=True)),
     "trace_speed": Field(Float(min=0.001, finite=True)),
+    "search": Field(OneOf(Str(pattern="concurrency", what="'concurrency'"),
+                          Str(pattern="rate", what="'rate'"))),
+    "slo": Field(Str()),
+    "slo_percentile": Field(Float(min=0.001, finite=True)),
+    "max_level": Field(Float(min=1, finite=True)),
 })
 
 _SWEEP = Struct("sweep", {
@@ -75,6 +80,7 @@ _SWEEP = Struct("sweep", {
     "include": Field(ListOf(MapOf(Str(), _VALUE))),
     "bench": Field(_BENCH),
     "profile": Field(Bool()),
+    "rank": Field(Str(pattern="capacity", what="'capacity'")),
     "stop": Field(Struct("stop", {
         "min_success_pct": Field(Float(min=0, finite=True)),
         "max_ttft_p90_ms": Field(Float(min=0, finite=True)),
@@ -177,7 +183,11 @@ def parse_sweep(doc: Document, name: str) -> SweepSpec:
         stop=StopRules(stop.get("min_success_pct"), stop.get("max_ttft_p90_ms")),
         port=data.get("port"), description=data.get("description", ""),
         profile=bool(data.get("profile", False)),
+        rank=data.get("rank"),
     )
+    if spec.rank == "capacity" and any(b.search is None for b in spec.bench):
+        raise doc.error(("rank",), "rank: capacity needs a capacity search in bench: "
+                        "(search: concurrency|rate and slo: ttft:MS,tpot:MS)")
     problem = too_many_points(grid_size(spec))
     if problem:  # counted, never expanded: said before a plan is built
         raise doc.error(("grid",) if grid else ("base",), problem,
@@ -206,7 +216,7 @@ def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,
 
 
 def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
-    from variantctl.benchparams import RATE_CAP_DEFAULT, BenchParams
+    from variantctl.benchparams import RATE_CAP_DEFAULT, BenchParams, parse_goodput
 
     prompts = data.get("prompts") or ("short",)
     common: dict[str, Any] = {}
@@ -232,9 +242,17 @@ def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
                 common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
         else:
             common["request_rate"] = math.inf if rate == "inf" else float(rate)
-    for key in ("ramp_up", "ramp_start", "ramp_end"):
+    for key in ("ramp_up", "ramp_start", "ramp_end", "search", "slo_percentile",
+                "max_level"):
         if key in data:
             common[key] = data[key]
+    if "slo" in data:
+        try:
+            common["slo"] = parse_goodput(data["slo"], "slo")
+        except VariantctlError as exc:
+            raise doc.error(("bench", "slo"), exc.message) from None
+    if data.get("search") == "rate" and "concurrency" not in data:
+        common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
     if "ramp_up" in data and "concurrency" not in data:
         common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
     out = []

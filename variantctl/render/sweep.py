@@ -3,6 +3,7 @@ prints)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -93,10 +94,16 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S", "NOTE"):
+    ranked = doc.get("rank") == "capacity"
+    cols = ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S",
+            *(("CAPACITY",) if ranked else ()), "NOTE")
+    for col in cols:
         table.add_column(col, no_wrap=col != "NOTE")
     notes: list[str] = []
-    for e in doc.get("points", ()):
+    points = list(doc.get("points", ()))
+    if ranked:  # rank: capacity — the most capacity first, points without one last
+        points.sort(key=lambda e: -(_capacity(e) or -math.inf))
+    for e in points:
         t = e.get("timings") or {}
         note = e.get("message") or ""
         if e.get("status") == "skipped" and e.get("skip"):
@@ -115,8 +122,13 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
             notes.append(visible(f"#{e['index']} {e['name']}: {note}"))
             note = (e.get("signature") or note[:_NOTE_CELL].rsplit(" ", 1)[0] + " …"
                     ) + " (below)"
+        cap = e.get("capacity") if isinstance(e.get("capacity"), dict) else None
+        best = _capacity(e)
+        cap_cell = ((f"{cap.get('mode')} {best:g}" if best is not None else "none")
+                    if cap else "-")
         cells = (e["index"], e["name"], e["host"], e["status"], e.get("run_id") or "",
-                 _num(t.get("time_to_ready_s")), _num(t.get("bench_s")), note)
+                 _num(t.get("time_to_ready_s")), _num(t.get("bench_s")),
+                 *((cap_cell,) if ranked else ()), note)
         # read from the state file; notes quote servers' logs: text, filtered
         table.add_row(*(Text(visible(str(c))) for c in cells))
     counts: dict[str, int] = {}
@@ -130,6 +142,12 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
 
 #: a note longer than this goes below the result table
 _NOTE_CELL = 40
+
+
+def _capacity(entry: Mapping[str, Any]) -> float | None:
+    cap = entry.get("capacity")
+    best = cap.get("best_level") if isinstance(cap, dict) else None
+    return float(best) if isinstance(best, (int, float)) else None
 
 
 def _num(value: Any) -> str:

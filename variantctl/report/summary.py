@@ -39,6 +39,33 @@ def _versus(best: float, other: float, label: str, word: str) -> str:
     return f", {abs(100.0 * (best - other) / other):.0f} % {word} than {label}"
 
 
+def capacity_lines(series: Sequence[Series]) -> tuple[str, ...]:
+    """``bench --search``: each searched series' capacity, the largest first (a series
+    whose search found none is named too: no level met its SLOs)."""
+    searched = [s for s in series if s.result.search is not None]
+    ranked = sorted(searched, key=lambda s: -(s.result.search.best_level or 0)
+                    if s.result.search is not None else 0)
+    lines = []
+    for i, s in enumerate(ranked):
+        sr = s.result.search
+        assert sr is not None
+        slo = ", ".join(f"{k} ≤ {v:g} ms" for k, v in sr.slo.items())
+        unit = "" if sr.mode == "concurrency" else " req/s"
+        if sr.best_level is None:
+            lines.append(f"Capacity of {s.label}: none — no {sr.mode} met P{sr.percentile:g} "
+                         f"{slo}.")
+            continue
+        why = f"limited by {sr.limiting}" if sr.limiting else "the highest level probed"
+        line = (f"{'Most capacity' if i == 0 and len(ranked) > 1 else 'Capacity'}: "
+                f"{s.label}, {sr.mode} {sr.best_level:g}{unit} under P{sr.percentile:g} "
+                f"{slo} ({why})")
+        nxt = ranked[1].result.search if i == 0 and len(ranked) > 1 else None
+        if nxt is not None and nxt.best_level:
+            line += _versus(sr.best_level, nxt.best_level, ranked[1].label, "more")
+        lines.append(line + ".")
+    return tuple(lines)
+
+
 def summary_lines(report: ReportInput) -> tuple[str, ...]:
     """One line per question; nothing when no run has a benchmark."""
     series = series_of([r for r in report.runs if r.results])
@@ -48,11 +75,11 @@ def summary_lines(report: ReportInput) -> tuple[str, ...]:
 def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
     """The winners among ``series``: most aggregate throughput; with several, the
     lowest TTFT P90 at the lowest concurrency they all ran."""
+    lines = list(capacity_lines(series))
     ranked = sorted(((b, s) for s in series if (b := _best_agg(s)) is not None),
                     key=lambda x: -x[0][0])
     if not ranked:
-        return ()
-    lines = []
+        return tuple(lines)
     (tps, c), top = ranked[0]
     line = f"Most throughput: {top.label}, {tps:.1f} tok/s aggregate at concurrency {c}"
     if len(ranked) > 1:

@@ -115,6 +115,11 @@ def _point(f: Fields) -> PointEntry:
     f.opt_text("base")
     f.opt_number("eta_s")
     f.opt_integer("prefix_cache_resets")
+    capacity = f.opt_obj("capacity")  # bench: search — the capacity found
+    if capacity is not None:
+        capacity.opt_text("mode")
+        capacity.opt_number("best_level")
+        capacity.opt_text("limiting")
     f.items("findings")
     if f.has("resumed"):
         f.flag("resumed")

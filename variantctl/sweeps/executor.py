@@ -80,6 +80,8 @@ class PointOutcome:
     timings: Mapping[str, float] = field(default_factory=dict)
     #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
     prefix_cache_resets: int = 0
+    #: ``bench: search``: the capacity found (mode, best_level, limiting), first search
+    capacity: Mapping[str, Any] | None = None
     #: the connection to the host dropped during the point (the sweep retries it once)
     connection_lost: bool = False
     #: the sweep's benchmark settings cannot work on this server (``input_len`` below
@@ -215,6 +217,7 @@ class TargetPointRunner:
         names: list[str] = []
         profiles: list[str] = []
         stopped_early: dict[str, Any] | None = None
+        capacity: dict[str, Any] | None = None
         status, message = "measured", ""
         bad_bench = False
         try:
@@ -228,6 +231,10 @@ class TargetPointRunner:
                     for lv in collector.levels[seen:]:  # one ladder per prompt set
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
+                if bench is not None and bench.search is not None and capacity is None:
+                    capacity = {"prompt": params.prompt, "mode": bench.search.mode,
+                                "best_level": bench.search.best_level,
+                                "limiting": bench.search.limiting}
                 if result.run_dir is not None:
                     path = self.ctx.runs.attach_benchmark(result.run_dir, bench, self.ctx.now(),
                                                           death=death)
@@ -269,6 +276,7 @@ class TargetPointRunner:
         return dataclasses.replace(
             base, status=status, message=message, benchmarks=tuple(names),
             profiles=tuple(profiles), stopped_early=stopped_early, prefix_cache_resets=resets[0],
+            capacity=capacity,
             bad_bench=bad_bench,
             timings={"launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
                      "bench_s": round(bench_s, 3), "stop_s": round(stop_s, 3),
@@ -451,8 +459,9 @@ class TargetPointRunner:
                      "reason": "no level was measured"}
         # the stored ladder lists the levels it measured (a stop rule ends it early)
         done = tuple(dict.fromkeys(lv.concurrency for lv in result.levels))
-        result = dataclasses.replace(result, params=dataclasses.replace(
-            result.params, concurrency=done or params.concurrency))
+        if params.search is None:  # a search's levels are its probes (result.search)
+            result = dataclasses.replace(result, params=dataclasses.replace(
+                result.params, concurrency=done or params.concurrency))
         return result, measured, early, death
 
 
@@ -683,4 +692,5 @@ def _entry_fields(o: PointOutcome) -> dict[str, Any]:
             "verdict": o.verdict, "signature": o.signature, "message": o.message,
             "benchmarks": list(o.benchmarks), "profiles": list(o.profiles),
             "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
-            "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings)}
+            "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings),
+            "capacity": dict(o.capacity) if o.capacity else None}

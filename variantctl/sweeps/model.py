@@ -65,6 +65,9 @@ class SweepSpec:
     #: ``profile: true``: every point's server runs with VARIANTCTL_PROFILE set and each
     #: level's profile events are collected (as ``bench --profile`` does)
     profile: bool = False
+    #: ``rank: capacity``: the result table orders the points by the capacity their
+    #: ``bench: search`` found (variantctl.bench.search)
+    rank: str | None = None
 
     def bench_json(self) -> list[dict[str, Any]]:
         return [b.to_json() for b in self.bench]

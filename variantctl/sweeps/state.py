@@ -45,7 +45,7 @@ def point_entry(p: PlannedPoint) -> dict[str, Any]:
         "findings": [f.to_dict() for f in p.findings], "eta_s": round(p.eta_s, 1),
         "run_id": None, "run_dir": None, "benchmarks": [], "profiles": [], "verdict": None,
         "signature": None, "message": "", "stopped_early": None,
-        "prefix_cache_resets": 0, "timings": {},
+        "prefix_cache_resets": 0, "timings": {}, "capacity": None,
     }
 
 
@@ -78,7 +78,7 @@ class SweepState:
             "description": spec.description, "status": "running",
             "started_at": (previous.started_at or stamp) if previous is not None else stamp,
             "updated_at": stamp, "finished_at": None, "hosts": list(plan.hosts),
-            "bench": spec.bench_json(), "profile": spec.profile,
+            "bench": spec.bench_json(), "profile": spec.profile, "rank": spec.rank,
             "stop": spec.stop.to_json(), "points": points,
         }
         state = cls(store or RunStore(path.parent.parent), path, doc, now)

@@ -267,3 +267,35 @@ def test_report_files_get_the_users_umask(run_cli: Cli, project: Path, umask: in
         os.umask(old)
     files = [*out.iterdir(), project / "html" / "report.html"]
     assert {f.stat().st_mode & 0o777 for f in files} == {mode}, files
+
+
+
+def test_the_report_states_each_points_capacity(run_cli: Cli, tmp_path: Path) -> None:
+    """``bench --search`` results: the report's first lines give each point's capacity,
+    the largest first, with the SLOs, the limiting metric and the margin."""
+    import dataclasses
+
+    from variantctl.bench.search import Probe, SearchResult
+
+    p = tmp_path / "cap"
+    (p / "variants").mkdir(parents=True)
+    store = RunStore(p / "runs")
+
+    def searched(best: float | None, limiting: str | None) -> object:
+        r = result([level(1, agg=8.0, ttft_p90_ms=100.0, tps_p10=8.0, tps_p50=8.0)])
+        sr = SearchResult("concurrency", {"tpot": 50.0}, 90.0, 64.0, best, limiting,
+                          (Probe(1.0, best is not None, {"tpot": 10.0}, None),))
+        return dataclasses.replace(r, search=sr)
+
+    store_run(store, record("aaaaaaaaaa-1", "tp1"), [searched(48, "tpot")])
+    store_run(store, record("bbbbbbbbbb-1", "tp2"), [searched(96, "ttft")])
+    store_run(store, record("cccccccccc-1", "tp0"), [searched(None, "tpot")])
+    res = run_cli(["report", "aaaaaaaaaa-1", "bbbbbbbbbb-1", "cccccccccc-1", "--out",
+                   str(p / "r")], project=p)
+    assert res.code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert ("Most capacity: tp2, concurrency 96 under P90 tpot ≤ 50 ms (limited by ttft), "
+            "100 % more than tp1.") in lines
+    assert "Capacity: tp1, concurrency 48 under P90 tpot ≤ 50 ms (limited by tpot)." in lines
+    assert "Capacity of tp0: none — no concurrency met P90 tpot ≤ 50 ms." in lines
+    assert "Most capacity: tp2" in (p / "r" / "report.md").read_text()

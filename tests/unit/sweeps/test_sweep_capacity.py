@@ -1,0 +1,59 @@
+"""``rank: capacity`` (issue 22.4): a sweep whose ``bench:`` searches for capacity stores
+each point's capacity and lists the points by it. Real launches of the labelled FAKE
+OpenAI server (tests/support/fake_openai_server.py: not vLLM) whose TPOT grows linearly
+with the requests in flight, at two slopes, so each point's capacity is known."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.support.bench_project import FAKE_OPENAI, make_bench_project
+from tests.support.sshd import free_port
+
+Run = Callable[..., CliResult]
+
+
+def test_a_sweep_ranks_its_points_by_capacity(run_cli: Run, tmp_path: Path) -> None:
+    project = make_bench_project(tmp_path / "proj", gpu_monitor=False)
+    (project / "variants" / "fake-load.yaml").write_text(
+        "description: FAKE OpenAI-compatible server, TPOT grows with load; not vLLM\n"
+        f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
+        f"port: {free_port()}\n"
+        "args:\n  ttft-ms: 100\n  itl-ms: 5\n  itl-per-inflight-ms: 10\n"
+        "startup:\n  ready_timeout: 30\n  stall: 30\n")
+    (project / "sweeps").mkdir()
+    # TPOT(c) = 5 + slope (c − 1) ms under an SLO of 50 ms: slope 20 → c 3, slope 10 → c 5
+    (project / "sweeps" / "cap.yaml").write_text(
+        f"base: fake-load\nhosts: [local]\nport: {free_port()}\nrank: capacity\n"
+        "grid:\n  args:\n    itl-per-inflight-ms: [20, 10]\n"
+        "bench:\n  search: concurrency\n  slo: 'ttft:3000,tpot:50'\n  max_level: 8\n"
+        "  requests: 10\n  output_len: 8\n  ignore_eos: true\n  warmup: 'off'\n")
+    res = run_cli(["sweep", "cap", "--json"], project=project)
+    assert res.code == 0, res.output
+    points = json.loads(res.stdout)["points"]
+    caps = {p["values"]["args.itl-per-inflight-ms"]: p["capacity"] for p in points}
+    assert caps[20]["best_level"] == 3 and caps[10]["best_level"] == 5
+    assert caps[20]["limiting"] == "tpot" and caps[20]["mode"] == "concurrency"
+    table = run_cli(["sweep", "cap", "--resume"], project=project)
+    assert table.code == 0, table.output
+    rows = [ln for ln in table.stdout.splitlines() if "fake-load" in ln and "concurrency " in ln]
+    # the most capacity first, whatever order the grid ran them in
+    assert "concurrency 5" in rows[0] and "concurrency 3" in rows[1], table.stdout
+
+
+def test_rank_capacity_needs_a_search(tmp_path: Path) -> None:
+    from variantctl.config.sweeps import parse_sweep
+    from variantctl.config.yamlload import load_yaml_text
+    from variantctl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"t.yaml:2:.*rank: capacity needs a capacity "):
+        parse_sweep(load_yaml_text("base: a\nrank: capacity\n", "sweeps/t.yaml"), "t")
+    with pytest.raises(ConfigError, match=r"slo: --slo 'tpot' .* is not KEY:MS|slo 'tpot'"):
+        parse_sweep(load_yaml_text("base: a\nbench:\n  search: rate\n  slo: tpot\n",
+                                   "sweeps/t.yaml"), "t")
