@@ -7,6 +7,7 @@ into the launch verdict vocabulary (``failed``, ``hang``, ``exited``, ``ready``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ from variantctl.targets.activity import HostConditions
 
 if TYPE_CHECKING:
     from variantctl.logs.model import Catalog
+    from variantctl.logs.result import Evidence, Result
+    from variantctl.logs.stream import StreamClassifier
 
 DECISIVE_KINDS = ("failed", "hang")
 
@@ -24,45 +27,42 @@ class Decision:
 
     verdict: str
     decisive: bool
-    result: Any = None
+    #: the classifier's result that explains the verdict (None: nothing explains it)
+    result: Result | None = None
     #: why the server had not started running when the verdict came (a SLURM job's
     #: ``queued (REASON)``): then that is its phase, not the log's
     waiting: str | None = None
 
-    def _get(self, name: str, default: Any = None) -> Any:
-        return getattr(self.result, name, default) if self.result is not None else default
-
     @property
     def signature(self) -> str | None:
-        sig: str | None = self._get("signature")
-        return sig
+        return self.result.signature if self.result is not None else None
 
     @property
     def title(self) -> str:
-        return str(self._get("title", "") or "")
+        return self.result.title if self.result is not None else ""
 
     @property
     def message(self) -> str:
-        return str(self._get("message", "") or "")
+        return self.result.message if self.result is not None else ""
 
     @property
     def remediation(self) -> str:
-        return str(self._get("remediation", "") or "")
+        return self.result.remediation if self.result is not None else ""
 
     @property
     def phase(self) -> str | None:
         if self.waiting is not None:
             return self.waiting
-        phase: str | None = self._get("phase")
-        return phase
+        return self.result.phase if self.result is not None else None
 
     @property
     def evidence(self) -> list[tuple[int, str]]:
-        return [(int(e.line), str(e.text)) for e in (self._get("evidence", ()) or ())]
+        found: tuple[Evidence, ...] = self.result.evidence if self.result is not None else ()
+        return [(e.line, e.text) for e in found]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"verdict": self.verdict}
-        if self.result is not None and hasattr(self.result, "to_json"):
+        if self.result is not None:
             out["classifier"] = self.result.to_json()
         return out
 
@@ -70,25 +70,25 @@ class Decision:
 class ClassifierAdapter:
     """Wraps a ``StreamClassifier`` (feed/tick/finish)."""
 
-    def __init__(self, stream: Any):
+    def __init__(self, stream: StreamClassifier):
         self.stream = stream
-        self.last: Any = None
+        #: the classifier's latest result (None before its first verdict)
+        self.last: Result | None = None
 
     @classmethod
-    def create(cls, *, stall_seconds: float, clock: Any, catalog: Catalog) -> ClassifierAdapter:
+    def create(cls, *, stall_seconds: float, clock: Callable[[], float], catalog: Catalog
+               ) -> ClassifierAdapter:
         """A fresh classifier over ``catalog`` (the caller loads it: config.catalog)."""
         from variantctl.logs.stream import StreamClassifier
 
         return cls(StreamClassifier(catalog, stall_seconds=stall_seconds, clock=clock))
 
-    def _decision(self, verdict: Any) -> Decision | None:
+    def _decision(self, verdict: Result | None) -> Decision | None:
         if verdict is None:
             return None
         self.last = verdict
-        kind = getattr(verdict, "kind", None)
-        if kind in DECISIVE_KINDS:
-            return Decision(verdict=str(kind), decisive=True, result=verdict)
-        return Decision(verdict=str(kind), decisive=False, result=verdict)
+        return Decision(verdict=verdict.kind, decisive=verdict.kind in DECISIVE_KINDS,
+                        result=verdict)
 
     def feed(self, line: str) -> Decision | None:
         return self._decision(self.stream.feed(line))
@@ -102,15 +102,14 @@ class ClassifierAdapter:
 
     def quiet_for(self) -> float:
         """Seconds since the last line (or :meth:`activity`)."""
-        return float(self.stream.quiet_for())
+        return self.stream.quiet_for()
 
     @property
     def stall_seconds(self) -> float | None:
         """After how many quiet seconds a start is a hang (None: never)."""
-        stall = self.stream.stall_seconds
-        return None if stall is None else float(stall)
+        return self.stream.stall_seconds
 
-    def _finish(self, exited: bool) -> Any:
+    def _finish(self, exited: bool) -> Result:
         result = self.stream.finish(exited=exited)
         self.last = result
         return result
@@ -121,14 +120,14 @@ class ClassifierAdapter:
         explanation of a server that answers, so the decision carries none (its facts
         stay readable), and what is archived is the READY that was printed."""
         result = self._finish(False)
-        if getattr(result, "kind", None) in DECISIVE_KINDS:
+        if result.kind in DECISIVE_KINDS:
             return Decision(verdict="ready", decisive=False, result=None)
         return Decision(verdict="ready", decisive=False, result=result)
 
     def exited(self) -> Decision:
         result = self._finish(True)
-        if getattr(result, "kind", None) in DECISIVE_KINDS:
-            return Decision(verdict=str(result.kind), decisive=True, result=result)
+        if result.kind in DECISIVE_KINDS:
+            return Decision(verdict=result.kind, decisive=True, result=result)
         return Decision(verdict="exited", decisive=False, result=result)
 
     def timed_out(self, waiting: str | None = None) -> Decision:
@@ -137,23 +136,12 @@ class ClassifierAdapter:
         return Decision(verdict="timeout", decisive=False, result=self._finish(False),
                         waiting=waiting)
 
-    def phase(self) -> str | None:
-        phase = getattr(self.stream, "phase", None)
-        if callable(phase):
-            phase = phase()
-        return None if phase is None else str(phase)
+    def phase(self) -> str:
+        return self.stream.phase
 
     def facts(self) -> dict[str, Any]:
-        source = self.last
-        facts = getattr(source, "facts", None) if source is not None else None
-        if facts is None:
-            facts = getattr(self.stream, "facts", None)
-            if callable(facts):
-                facts = facts()
-        if facts is not None and hasattr(facts, "to_json"):
-            data: dict[str, Any] = facts.to_json()
-            return data
-        return {}
+        """The facts of the latest result, else those the stream gathered so far."""
+        return (self.last.facts if self.last is not None else self.stream.facts).to_json()
 
 
 def on_host(decision: Decision, conditions: HostConditions, catalog: Catalog) -> Decision:
@@ -167,10 +155,9 @@ def on_host(decision: Decision, conditions: HostConditions, catalog: Catalog) ->
     from dataclasses import replace
 
     from variantctl.logs.engine import fill
-    from variantctl.logs.result import Result
 
     result = decision.result
-    if not isinstance(result, Result) or decision.verdict not in ("hang", "timeout"):
+    if result is None or decision.verdict not in ("hang", "timeout"):
         return decision
     message, remediation = result.message, result.remediation
     device = str(result.facts.config.get("device_config") or "").strip("'\"").lower()

@@ -581,7 +581,7 @@ def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRec
     if outcome is not None:
         d = outcome.decision
         classifier = None
-        if d is not None and d.result is not None and hasattr(d.result, "to_json"):
+        if d is not None and d.result is not None:
             classifier = d.result.to_json()
         verdict = RunVerdict(
             kind=outcome.verdict,
