@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.logs.bounded import visible_lines
 from variantctl.project.loaded import Project
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
@@ -109,11 +110,14 @@ class ProgressPrinter:
                                                                           self.clock())
             eta = self._eta(point) if point.host in self.by_host else None
             line = progress_line(point.host, i, len(points), point, phase, detail, eta)
-            self.env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+            # a detail can quote the server (an error body, a log line): filtered
+            self.env.stderr.print(visible_lines(line), markup=False, highlight=False,
+                                  soft_wrap=True)
 
     def note(self, text: str) -> None:
         with self.lock:
-            self.env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.env.stderr.print(visible_lines(text), markup=False, highlight=False,
+                                  soft_wrap=True)
 
 
 def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: bool,

@@ -119,3 +119,16 @@ def test_sweep_results_profile_tables_and_host_errors_are_filtered() -> None:
     for blocks in (result_blocks(doc, "/x/s.json"), breakdown_tables("v", [profile]),
                    host_error_blocks([("gpu1", error)])):
         assert_filtered(printed(blocks))
+
+
+def test_sweep_progress_details_and_notes_are_filtered(tmp_path: Path) -> None:
+    from tests.conftest import make_env
+    from tests.unit.sweeps.test_executor import plan_on
+    from variantctl.cli.sweepflow import ProgressPrinter
+
+    plan, _ = plan_on(["h1"], 1, tmp_path)
+    env = make_env(None, tmp_path)
+    ui = ProgressPrinter(env, plan)
+    ui.phase(plan.points[0], "failed", f"server said {ESC_TEXT}")
+    ui.note(f"note {ESC_TEXT}")
+    assert_filtered(env.stderr.file.getvalue())  # type: ignore[attr-defined]
