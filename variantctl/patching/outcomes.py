@@ -8,8 +8,8 @@ the :class:`Action` and :class:`Command` values are the strings it has always pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -62,12 +62,11 @@ WOULD_WRITE = {Command.APPLY: Action.WOULD_APPLY, Command.ROLLBACK: Action.WOULD
 NOT_WRITTEN = {Command.APPLY: Action.NOT_APPLIED, Command.ROLLBACK: Action.NOT_ROLLED_BACK}
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class FileOutcome:
-    """What happened (or would happen) to one copy of a module.
-
-    Mutable on purpose: the transaction turns ``applied`` into ``restored`` or
-    ``not-applied`` when another file of it fails."""
+    """What happened (or would happen) to one copy of a module. Frozen: when another
+    file of the transaction fails, the executor replaces an ``applied`` outcome by a
+    ``restored`` or ``not-applied`` one before the report is built."""
 
     root: str
     module: str
@@ -101,17 +100,18 @@ class FileOutcome:
         }
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RunReport:
-    """Result of apply/status/rollback over a set of roots."""
+    """Result of apply/status/rollback over a set of roots, built once when the run is
+    over (``targets/patchrun.py``)."""
 
     action: Command
     patchset: str
     host: str
-    roots: list[str]
-    files: list[FileOutcome] = field(default_factory=list)
+    roots: tuple[str, ...]
+    files: tuple[FileOutcome, ...] = ()
     #: what crash recovery repaired, one line each
-    recovered: list[str] = field(default_factory=list)
+    recovered: tuple[str, ...] = ()
     #: a transaction-level failure (everything already written was restored)
     error: str | None = None
     exit_code: int = ExitCode.OK
@@ -122,19 +122,20 @@ class RunReport:
             "action": str(self.action),
             "patchset": self.patchset,
             "host": self.host,
-            "roots": self.roots,
+            "roots": list(self.roots),
             "dry_run": self.dry_run,
             "ok": self.exit_code == ExitCode.OK,
             "exit_code": int(self.exit_code),
             "error": self.error,
-            "recovered": self.recovered,
+            "recovered": list(self.recovered),
             "files": [f.to_json() for f in self.files],
         }
 
-    def sort_by_root(self) -> None:
-        """Files in the order of the roots given, then by module."""
-        order = {r: i for i, r in enumerate(self.roots)}
-        self.files.sort(key=lambda f: (order.get(f.root, 0), f.module))
+
+def by_root(roots: Sequence[str], files: Iterable[FileOutcome]) -> list[FileOutcome]:
+    """``files`` in the order of the roots given, then by module."""
+    order = {r: i for i, r in enumerate(roots)}
+    return sorted(files, key=lambda f: (order.get(f.root, 0), f.module))
 
 
 def roots_state(report: RunReport) -> dict[str, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import stat as statmod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -35,7 +36,7 @@ from variantctl.patching.decide import (
     wants_backup,
 )
 from variantctl.patching.model import Patchset
-from variantctl.patching.outcomes import NOT_WRITTEN, WOULD_WRITE, WRITTEN, Action, Command
+from variantctl.patching.outcomes import NOT_WRITTEN, WOULD_WRITE, WRITTEN, Action, Command, by_root
 from variantctl.patching.outcomes import FileOutcome as FileOutcome
 from variantctl.patching.outcomes import RunReport as RunReport
 from variantctl.patching.outcomes import roots_state as roots_state
@@ -65,6 +66,35 @@ _STOPPED = {Command.APPLY: "not applied: another copy cannot be patched",
 
 
 # -- reading -----------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """What a run has found so far; its :class:`RunReport` is built once, at the end
+    (:meth:`report`), from these files with each edit's last outcome in its place."""
+
+    action: Command
+    patchset: str
+    host: str
+    roots: list[str]
+    dry_run: bool = False
+    files: list[FileOutcome] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = ExitCode.OK
+    #: the files the transaction writes (their outcomes replace those in ``files``)
+    edits: list[Edit] = field(default_factory=list)
+
+    def sort_by_root(self) -> None:
+        self.files = by_root(self.roots, self.files)
+
+    def report(self) -> RunReport:
+        final = {e.outcome.path: e.outcome for e in self.edits}
+        return RunReport(action=self.action, patchset=self.patchset, host=self.host,
+                         roots=tuple(self.roots), dry_run=self.dry_run,
+                         files=tuple(final.get(f.path, f) for f in self.files),
+                         recovered=tuple(self.recovered), error=self.error,
+                         exit_code=self.exit_code)
 
 
 def _normalise_roots(roots: Sequence[str]) -> list[str]:
@@ -136,7 +166,7 @@ def _link_message(exc: LinkRefused, path: str) -> str:
 
 
 @contextmanager
-def _session(target: Target, roots: Sequence[str], patchset: Patchset, report: RunReport, *,
+def _session(target: Target, roots: Sequence[str], patchset: Patchset, report: _Draft, *,
              dry_run: bool, lock_timeout: float) -> Iterator[list[SourceFile] | None]:
     """The start apply and rollback share: every root holds the module, the roots are
     locked and an interrupted earlier run is repaired (a dry run only reports it), and
@@ -167,14 +197,14 @@ def _session(target: Target, roots: Sequence[str], patchset: Patchset, report: R
         yield sources
 
 
-def _fail(report: RunReport, exc: TargetError) -> None:
+def _fail(report: _Draft, exc: TargetError) -> None:
     report.error = exc.message
     if isinstance(exc, StateConflict | LinkRefused) and exc.hint:
         report.error += f"\nhint: {exc.hint}"  # what to do is the point of these two
     report.exit_code = exc.exit_code
 
 
-def _ledgers(target: Target, roots: Iterable[str], report: RunReport
+def _ledgers(target: Target, roots: Iterable[str], report: _Draft
              ) -> dict[str, list[LedgerRecord]] | None:
     """Every root's ledger; None (the report says why, exit 3) if one cannot be read."""
     try:
@@ -184,7 +214,7 @@ def _ledgers(target: Target, roots: Iterable[str], report: RunReport
         return None
 
 
-def _nothing_to_write(command: Command, edits: list[Edit], report: RunReport, *,
+def _nothing_to_write(command: Command, edits: list[Edit], report: _Draft, *,
                       dry_run: bool) -> bool:
     """Sets the exit code from the files' actions. True when nothing is to be written: a
     copy cannot be acted on (then the others are not written either: one transaction),
@@ -192,14 +222,14 @@ def _nothing_to_write(command: Command, edits: list[Edit], report: RunReport, *,
     report.exit_code = exit_for(f.action for f in report.files)
     if report.exit_code != ExitCode.OK:
         for e in edits:
-            e.outcome.action = NOT_WRITTEN[command]
-            e.outcome.message = _STOPPED[command]
+            e.outcome = replace(e.outcome, action=NOT_WRITTEN[command],
+                                message=_STOPPED[command])
         return True
     return dry_run or not edits
 
 
 def _commit(target: Target, command: Command, patchset: Patchset, edits: list[Edit],
-            now: datetime, report: RunReport) -> None:
+            now: datetime, report: _Draft) -> None:
     error = commit(target, command, patchset, edits, now)
     if error:
         report.error = error
@@ -227,16 +257,16 @@ def execute_apply(
     from variantctl.patching.plan import plan_apply
 
     roots = _normalise_roots(roots)
-    report = RunReport(action=Command.APPLY, patchset=patchset.name, host=target.name,
-                       roots=roots, dry_run=dry_run)
+    report = _Draft(action=Command.APPLY, patchset=patchset.name, host=target.name,
+                    roots=roots, dry_run=dry_run)
     template = backup_template or patchset.backup_template
     with _session(target, roots, patchset, report, dry_run=dry_run,
                   lock_timeout=lock_timeout) as sources:
         if sources is None:
-            return report
+            return report.report()
         ledgers = _ledgers(target, sorted({s.root for s in sources}), report)
         if ledgers is None:
-            return report
+            return report.report()
         # what this patchset (same fingerprint) wrote last, unchanged since: already
         # applied, known without parsing
         done = {src.path for src in sources
@@ -249,35 +279,36 @@ def execute_apply(
                         sha256_before=sha256_of(src.data), before=src.data)
             for src in sources if src.path in done)
         plan = plan_apply(patchset, [src for src in sources if src.path not in done])
-        edits: list[Edit] = []
+        edits = report.edits
         for fp in plan.files:
             src, a = fp.source, fp.analysis
+            writes = fp.action == WRITE
+            assert a.new_data is not None or not writes
             out = FileOutcome(root=src.root, module=src.module, path=src.path, state=a.state,
                               action=apply_action(fp.action, dry_run=dry_run),
                               message=fp.message, ops=a.ops, sha256_before=a.sha256,
-                              error_line=a.error_line, before=src.data)
+                              error_line=a.error_line, before=src.data,
+                              after=a.new_data if writes else None,
+                              sha256_after=a.new_sha256 if writes else None)
             report.files.append(out)
-            if fp.action == WRITE:
-                assert a.new_data is not None
-                out.after = a.new_data
-                out.sha256_after = a.new_sha256
+            if writes and a.new_data is not None:
                 edits.append(Edit(outcome=out, before=src.data, after=a.new_data))
         report.sort_by_root()
         if _nothing_to_write(Command.APPLY, edits, report, dry_run=dry_run):
-            return report
+            return report.report()
         managed = {f.path for f in report.files}
         try:
             for e in edits:
                 e.backup, e.backup_exists = choose_backup(
                     target, e.outcome.path, e.before, template=template, now=now,
                     patchset=patchset.name, managed=managed)
-                e.outcome.backup = e.backup
+                e.outcome = replace(e.outcome, backup=e.backup)
         except TargetError as exc:
             report.error = exc.message
             report.exit_code = ExitCode.FAILED
-            return report
+            return report.report()
         _commit(target, Command.APPLY, patchset, edits, now, report)
-    return report
+    return report.report()
 
 
 # -- rollback ----------------------------------------------------------------------
@@ -303,15 +334,15 @@ def execute_rollback(
     from variantctl.patching.plan import plan_revert
 
     roots = _normalise_roots(roots)
-    report = RunReport(action=Command.ROLLBACK, patchset=patchset.name, host=target.name,
-                       roots=roots, dry_run=dry_run)
+    report = _Draft(action=Command.ROLLBACK, patchset=patchset.name, host=target.name,
+                    roots=roots, dry_run=dry_run)
     with _session(target, roots, patchset, report, dry_run=dry_run,
                   lock_timeout=lock_timeout) as sources:
         if sources is None:
-            return report
+            return report.report()
         ledgers = _ledgers(target, roots, report)
         if ledgers is None:
-            return report
+            return report.report()
         records = {src.path: last_applied(ledgers[src.root], patchset.name, src.path)
                    for src in sources}
         backups: dict[str, tuple[BackupFacts, bytes | None]] = {}
@@ -325,7 +356,7 @@ def execute_rollback(
                 if not backup_intact(records[src.path], sha256_of(src.data),
                                      _facts_of(backups.get(src.path)))]
         plans = {fp.source.path: fp for fp in plan_revert(patchset, slow).files} if slow else {}
-        edits: list[Edit] = []
+        edits = report.edits
         for src in sources:
             sha = sha256_of(src.data)
             backup = backups.get(src.path)
@@ -342,21 +373,21 @@ def execute_rollback(
                               state=facts.state, action=d.action, message=d.message,
                               ops=a.ops if a else (), sha256_before=sha, before=src.data,
                               error_line=a.error_line if a else None)
-            report.files.append(out)
             if d.method is None:
+                report.files.append(out)
                 continue
             after = backup[1] if d.method == Method.BACKUP and backup else (
                 a.new_data if a else None)
             assert after is not None
-            out.after, out.sha256_after = after, sha256_of(after)
-            out.backup = d.backup
-            out.action = (WOULD_WRITE if dry_run else WRITTEN)[Command.ROLLBACK]
+            out = replace(out, after=after, sha256_after=sha256_of(after), backup=d.backup,
+                          action=(WOULD_WRITE if dry_run else WRITTEN)[Command.ROLLBACK])
+            report.files.append(out)
             edits.append(Edit(outcome=out, before=src.data, after=after, backup=d.backup,
                               backup_exists=d.backup is not None, remove_after=d.remove_after,
                               method=d.method))
         if not _nothing_to_write(Command.ROLLBACK, edits, report, dry_run=dry_run):
             _commit(target, Command.ROLLBACK, patchset, edits, now, report)
-    return report
+    return report.report()
 
 
 def _facts_of(backup: tuple[BackupFacts, bytes | None] | None) -> BackupFacts | None:
@@ -403,8 +434,8 @@ def execute_status(
     """
     roots = _normalise_roots(roots)
     cache = cache or StateCache()
-    report = RunReport(action=Command.STATUS, patchset=patchset.name, host=target.name,
-                       roots=roots)
+    report = _Draft(action=Command.STATUS, patchset=patchset.name, host=target.name,
+                    roots=roots)
     failure: TargetError | None = None
     if repair:
         for root in roots:
@@ -462,4 +493,4 @@ def execute_status(
         _fail(report, failure)
         if code == ExitCode.USAGE:
             report.exit_code = code  # a missing copy outranks the conflict
-    return report
+    return report.report()

@@ -23,7 +23,7 @@ import posixpath
 import stat as statmod
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from variantctl import __version__
@@ -62,7 +62,8 @@ def sha256_of(data: bytes) -> str:
 
 @dataclass(kw_only=True)
 class Edit:
-    """One file the transaction writes (``outcome`` is updated with what happened)."""
+    """One file the transaction writes; ``outcome`` is replaced by what happened (the
+    executor builds its report from the edits' last outcomes)."""
 
     outcome: FileOutcome
     before: bytes
@@ -399,14 +400,13 @@ def commit(target: Target, command: Command, patchset: Patchset, edits: list[Edi
     if error:
         for e in edits:
             if e.outcome.action == WRITTEN[command]:
-                e.outcome.action = NOT_WRITTEN[command]
+                e.outcome = replace(e.outcome, action=NOT_WRITTEN[command])
     return error
 
 
 def _mark_restored(written: list[Edit], message: str) -> None:
     for e in written:
-        e.outcome.action = Action.RESTORED
-        e.outcome.message = message
+        e.outcome = replace(e.outcome, action=Action.RESTORED, message=message)
 
 
 def _holds(target: Target, path: str, data: bytes) -> bool:

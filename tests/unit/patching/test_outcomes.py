@@ -35,9 +35,10 @@ def test_the_enums_are_the_strings_json_prints() -> None:
     assert {m.value for m in Method} == {"", "backup", "inverse-transform", "recovery"}
     out = FileOutcome(root="/r", module="m", path="/r/m.py", state="applied",
                       action=Action.ROLLED_BACK)
-    report = RunReport(action=Command.ROLLBACK, patchset="p", host="local", roots=["/r"],
-                       files=[out])
+    report = RunReport(action=Command.ROLLBACK, patchset="p", host="local", roots=("/r",),
+                       files=(out,))
     data = report.to_json()
+    assert data["roots"] == ["/r"] and data["recovered"] == []  # JSON lists, as before
     assert type(data["action"]) is str and type(data["files"][0]["action"]) is str
     assert json.loads(json.dumps(data))["files"][0]["action"] == "rolled-back"
     assert f"{Action.NOT_APPLIED}|{Command.APPLY}|{Method.BACKUP}" == "not-applied|apply|backup"
@@ -52,7 +53,7 @@ def one(root: str = "/r", state: str = "applied") -> FileOutcome:
 
 @pytest.mark.parametrize(("cls", "args"), [
     (FileOutcome, ("/r", "m", "/r/m.py", "applied", Action.APPLIED)),
-    (RunReport, (Command.APPLY, "p", "local", ["/r"])),
+    (RunReport, (Command.APPLY, "p", "local", ("/r",))),
     (Edit, (one(), b"a", b"b", None, False)),
     (LedgerRecord, ("t", "apply", "p", "fp", "/r/m.py", "m", "a", "b", None, True, "t", "0",
                     "local")),
@@ -95,3 +96,18 @@ def test_the_decisions_and_outcomes_do_no_input_or_output(path: str) -> None:
                  if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
     assert not bad, f"{path} imports {bad}"
     assert "open(" not in (REPO / path).read_text("utf-8")
+
+
+def test_outcomes_are_built_not_mutated() -> None:
+    """A file outcome and a run report are frozen values: the executor replaces an
+    outcome (applied -> restored) and builds the report once (issue 18.5)."""
+    import dataclasses
+
+    out = one()
+    report = RunReport(action=Command.APPLY, patchset="p", host="local", roots=("/r",),
+                       files=(out,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.action = Action.RESTORED  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.exit_code = 4  # type: ignore[misc]
+    assert isinstance(report.files, tuple) and isinstance(report.recovered, tuple)
