@@ -10,11 +10,15 @@ and logs are written once (DEVELOPERS.md: every feature works on every target):
   node SLURM picks.
 
 The host selects its launcher (:func:`launcher_for`): a host with ``slurm:`` submits
-jobs, any other starts processes.
+jobs, any other starts processes. One launcher per loaded host lives as long as that
+host value (the command's), so what a launcher caches (a SLURM node's address) lasts
+for the command.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -181,8 +185,28 @@ class ProcessLauncher:
         return replace(found, gpus=True) if self.declares_gpus else found
 
 
+#: id of a loaded Host -> its launcher, dropped when that Host value is collected (a
+#: SLURM launcher refers to its host: kept as long as the process, never handed to another)
+_LAUNCHERS: dict[int, Launcher] = {}
+_LAUNCHERS_LOCK = threading.Lock()
+
+
 def launcher_for(host: Host) -> Launcher:
-    """The launcher ``host`` selects: SLURM jobs for a ``slurm:`` host, else processes."""
+    """The launcher ``host`` selects: SLURM jobs for a ``slurm:`` host, else processes.
+
+    The same one for the same host value (the command's loaded host), from every caller
+    and thread: its caches last for the command. A host loaded again (the next command,
+    another project) gets a fresh one."""
+    with _LAUNCHERS_LOCK:
+        found = _LAUNCHERS.get(id(host))
+        if found is None:
+            found = _new_launcher(host)
+            _LAUNCHERS[id(host)] = found
+            weakref.finalize(host, _LAUNCHERS.pop, id(host), None)
+        return found
+
+
+def _new_launcher(host: Host) -> Launcher:
     if host.slurm is not None:
         from variantctl.launch.slurm import SlurmLauncher
 
