@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from variantctl.bench import arrival, search
@@ -50,6 +50,9 @@ from variantctl.hostmodel import Host
 from variantctl.logs.model import Catalog
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
+
+if TYPE_CHECKING:
+    from variantctl.bench.profile import Collector
 
 #: how often the watchdog looks at the server process
 WATCH_INTERVAL_S = 1.0
@@ -278,8 +281,8 @@ class Measurement:
     clock: Callable[[], float] = time.monotonic
     #: the signature catalog a dead server's log is classified with (None: not classified)
     signatures: Catalog | None = None
-    #: ``bench --profile``: a variantctl.bench.profile.Collector (marks and reads per level)
-    profile: Any = None
+    #: ``bench --profile``: marks and reads the server's profile events per level
+    profile: Collector | None = None
     #: between the levels (None: :class:`ColdLevels`, ``bench``'s policy)
     hooks: LadderHooks | None = None
 
