@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from variantctl.errors import TargetError
 from variantctl.exitcodes import ExitCode
@@ -42,10 +41,11 @@ from variantctl.patching.outcomes import RunReport as RunReport
 from variantctl.patching.outcomes import roots_state as roots_state
 from variantctl.patching.plan import WRITE, SourceFile, module_path, module_relpath
 from variantctl.patching.records import LedgerRecord, Method, last_applied
-from variantctl.patching.states import APPLIED, ERROR, MISSING, OpState
+from variantctl.patching.states import APPLIED, ERROR, MISSING
 from variantctl.targets.base import Target
 from variantctl.targets.guard import LinkRefused, StateConflict, check_under_root
 from variantctl.targets.ledger import lock_path, read_journal, read_ledger
+from variantctl.targets.statecache import CachedState
 from variantctl.targets.statecache import StateCache as StateCache
 from variantctl.targets.transaction import (
     Edit,
@@ -457,7 +457,7 @@ def execute_status(
                     failure = exc
     sources, problems = _read_sources(target, roots, patchset)
     report.files.extend(problems)
-    answers: dict[str, dict[str, Any]] = {}
+    answers: dict[str, CachedState] = {}
     todo: list[SourceFile] = []
     keys: list[str] = []
     for src in sources:
@@ -475,17 +475,15 @@ def execute_status(
         for src in todo:
             key = f"{sha256_of(src.data)}:{patchset.fingerprint}:{src.module}"
             a = analyses[(src.module, sha256_of(src.data))]
-            value = {"state": a.state, "error": a.error, "error_line": a.error_line,
-                     "ops": [o.to_json() for o in a.ops]}
+            value = CachedState(a.state, a.error, a.error_line, a.ops)
             answers[key] = value
             cache.put(key, value)
     for src, key in zip(sources, keys, strict=True):
         v = answers[key]
         report.files.append(FileOutcome(
-            root=src.root, module=src.module, path=src.path, state=v["state"],
-            action=Action.STATUS, message=v["error"] or "",
-            ops=tuple(OpState.from_json(o) for o in v["ops"]),
-            sha256_before=sha256_of(src.data), error_line=v.get("error_line")))
+            root=src.root, module=src.module, path=src.path, state=v.state,
+            action=Action.STATUS, message=v.error or "", ops=v.ops,
+            sha256_before=sha256_of(src.data), error_line=v.error_line))
     report.sort_by_root()
     report.exit_code = status_exit([f.state for f in report.files])
     if failure is not None:

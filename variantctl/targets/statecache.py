@@ -14,10 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from variantctl.errors import TargetError
+from variantctl.patching.states import OpState
 
 MAX_ENTRIES = 512
 
@@ -45,6 +47,38 @@ def source_fingerprint(version: str, package: Path) -> str:
     return h.hexdigest()
 
 
+@dataclass(frozen=True)
+class CachedState:
+    """One status answer: the file's state, why it could not be analysed (and where),
+    and the state of each operation."""
+
+    state: str
+    error: str | None
+    error_line: int | None
+    ops: tuple[OpState, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "error": self.error, "error_line": self.error_line,
+                "ops": [o.to_json() for o in self.ops]}
+
+    @classmethod
+    def from_json(cls, data: object) -> CachedState | None:
+        """The answer a cache entry holds; None (a miss, the file is parsed again) for an
+        entry of another shape: the cache only saves time, it never fails a status."""
+        if not isinstance(data, dict):
+            return None
+        state, error, line, ops = (data.get("state"), data.get("error"),
+                                   data.get("error_line"), data.get("ops"))
+        if not (isinstance(state, str) and (error is None or isinstance(error, str))
+                and (line is None or type(line) is int) and isinstance(ops, list)
+                and all(isinstance(o, dict) for o in ops)):
+            return None
+        try:
+            return cls(state, error, line, tuple(OpState.from_json(o) for o in ops))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
 class StateCache:
     """Maps (content sha256, patchset fingerprint, module) to a state answer.
 
@@ -52,10 +86,10 @@ class StateCache:
     persists the answers.
     """
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CachedState | None:
         return None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: CachedState) -> None:
         return None
 
 
@@ -84,14 +118,13 @@ class JsonStateCache(StateCache):
             self._data = entries if isinstance(entries, dict) else {}
         return self._data
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        value = self._load().get(key)
-        return value if isinstance(value, dict) else None
+    def get(self, key: str) -> CachedState | None:
+        return CachedState.from_json(self._load().get(key))
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: CachedState) -> None:
         with self._lock:
             data = self._load_unlocked()
-            data[key] = value
+            data[key] = value.to_json()
             while len(data) > MAX_ENTRIES:
                 data.pop(next(iter(data)))
             self._dirty = True

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from variantctl.targets.local import LocalTarget
-from variantctl.targets.statecache import JsonStateCache
+from variantctl.targets.statecache import CachedState, JsonStateCache
 
-ANSWER: dict[str, object] = {"state": "applied", "error": None, "error_line": None, "ops": []}
+ANSWER = CachedState(state="applied", error=None, error_line=None, ops=())
 
 
 def test_save_goes_through_target_write_atomic(tmp_path: Path,
@@ -32,7 +32,7 @@ def test_save_goes_through_target_write_atomic(tmp_path: Path,
     assert calls == [str(path)]
     assert JsonStateCache(path).get("k") == ANSWER  # what the next status reads
     assert json.loads(path.read_text("utf-8")) == {"engine": cache.engine,
-                                                   "entries": {"k": ANSWER}}
+                                                   "entries": {"k": ANSWER.to_json()}}
 
 
 def test_another_engines_answers_are_not_used(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_another_engines_answers_are_not_used(tmp_path: Path) -> None:
     old.save()
     assert JsonStateCache(path, engine="old").get("k") == ANSWER
     assert JsonStateCache(path).get("k") is None
-    path.write_text(json.dumps({"k": ANSWER}))
+    path.write_text(json.dumps({"k": ANSWER.to_json()}))
     assert JsonStateCache(path).get("k") is None
 
 
@@ -86,3 +86,18 @@ def test_a_cache_that_cannot_be_written_leaves_no_temp_file(tmp_path: Path) -> N
     cache.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["patch-status.json"]
     assert path.is_dir()
+
+
+@pytest.mark.parametrize("entry", [
+    {"state": 3, "error": None, "error_line": None, "ops": []},
+    {"state": "applied", "ops": [{"id": "x"}]},
+    {"state": "applied", "error": None, "error_line": "7", "ops": []},
+    ["applied"],
+])
+def test_a_cache_entry_of_another_shape_is_a_miss(tmp_path: Path, entry: object) -> None:
+    """A damaged entry is parsed again, never a KeyError in status (exit 70 before the
+    entries were a typed value, issue 18.5)."""
+    path = tmp_path / "patch-status.json"
+    cache = JsonStateCache(path)
+    path.write_text(json.dumps({"engine": cache.engine, "entries": {"k": entry}}))
+    assert cache.get("k") is None
