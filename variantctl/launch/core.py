@@ -306,7 +306,8 @@ class _Draft:
     patches: tuple[PatchState, ...] = ()
     notes: list[str] = field(default_factory=list)
     script: str = ""
-    timings: dict[str, Any] = field(default_factory=dict)
+    #: when each step happened (ISO times) and how long it took (seconds, counts); run.json
+    timings: dict[str, str | float | int | None] = field(default_factory=dict)
     key: str = ""
     created_at: str = ""
     #: the launch's classifier and the clock reading at its start (launch_variant)

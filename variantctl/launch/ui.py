@@ -9,13 +9,16 @@ progress display the CLI hands to launch, is the only thing here that prints, an
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment, redraws
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
 from variantctl.logs.bounded import visible, visible_lines
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
@@ -29,7 +32,7 @@ class ConsoleUI:
         self.env = env
         self.quiet = quiet
         self.as_json = as_json
-        self._status: Any = None
+        self._status: Status | None = None
         self._phase: str | None = None
         self.shown_verdict = False
 

@@ -266,7 +266,7 @@ def watch(
 
 
 def reconnect(
-    target: Any,
+    target: Target,
     first: TargetError,
     clock: Callable[[], float],
     sleep: Callable[[float], None],

@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import libcst as cst
 
@@ -311,7 +310,7 @@ def _rebuild(node: cst.CSTNode, swaps: dict[int, cst.CSTNode], ancestors: set[in
         return hit
     if id(node) not in ancestors:
         return node
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
         if isinstance(value, cst.CSTNode):

@@ -33,7 +33,6 @@ is what ``status`` shows as "the points this release has".
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
 
 import libcst as cst
 
@@ -234,7 +233,7 @@ def transform(op: Operation, module: cst.Module, *, reverse: bool = False,
     """Instrument the listed functions and inline the recorder (``reverse``: undo both)."""
     new = module.visit(_Decorate(op, reverse))
     assert isinstance(new, cst.Module)
-    body: list[Any] = [s for s in new.body if not _is_block(s)]
+    body: list[cst.BaseStatement] = [s for s in new.body if not _is_block(s)]
     if not reverse:
         at = _insert_at(body)
         body[at:at] = block_statements()

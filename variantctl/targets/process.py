@@ -16,10 +16,9 @@ Linux ``/proc`` on the host, so it behaves the same on this machine and over SSH
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.errors import TargetError
 from variantctl.shellquote import quote as _sq
@@ -341,7 +340,8 @@ UNVERIFIABLE = "absent"
 
 
 def stop_group(
-    target: Target, pgid: int, *, grace: float = 10.0, poll: float = 0.05, clock: Any = None,
+    target: Target, pgid: int, *, grace: float = 10.0, poll: float = 0.05,
+    clock: Callable[[], float] | None = None,
     python: str = "python3", verify: ProcIdentity | str | None = None,
 ) -> StopResult:
     """TERM the process group, KILL what is left after ``grace`` seconds, verify.
@@ -385,7 +385,7 @@ def stop_group(
 
 
 def _stop_group_polling(
-    target: Target, pgid: int, *, grace: float, poll: float, now: Any
+    target: Target, pgid: int, *, grace: float, poll: float, now: Callable[[], float]
 ) -> StopResult:
     t0 = now()
     members = group_members(target, pgid)
