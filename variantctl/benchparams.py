@@ -37,6 +37,10 @@ MAX_OUTPUT_LEN = 10_000_000
 MAX_REPEAT = 10_000
 #: the longest --input-len of random prompts (the token ids are built in memory)
 MAX_INPUT_LEN = 10_000_000
+#: the most shared prefixes (each is built with the server's tokenizer up front)
+MAX_PREFIXES = 10_000
+#: the most turns of one conversation (each carries the whole history)
+MAX_TURNS = 1_000
 
 #: ``--prompt KIND:FILE`` (variantctl.bench.datasets reads them)
 DATASET_KINDS = ("sharegpt", "jsonl", "trace")
@@ -94,6 +98,11 @@ class BenchParams:
     slo: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     slo_percentile: float = 90.0
     max_level: float = 256.0
+    #: ``--prefix-len N --prefixes K``: every prompt led by one of K shared N-token prefixes
+    prefix_len: int | None = None
+    prefixes: int = 1
+    #: ``--turns T``: conversations of T turns, each carrying the history so far
+    turns: int = 1
     #: ``--until-ci PCT``: repeat each level until its throughput interval's half-width is
     #: under PCT % of the mean (at least ``min_repeat``, at most ``max_repeat`` times)
     until_ci: float | None = None
@@ -160,6 +169,26 @@ class BenchParams:
             raise _usage("--trace-speed needs --prompt trace:FILE")
         self._check_arrivals(spec)
         self._check_search(spec)
+        if self.prefix_len is not None and not 1 <= self.prefix_len <= MAX_INPUT_LEN:
+            raise _usage(f"--prefix-len must be between 1 and {MAX_INPUT_LEN:,}, "
+                         f"got {self.prefix_len}")
+        if not 1 <= self.prefixes <= MAX_PREFIXES:
+            raise _usage(f"--prefixes must be between 1 and {MAX_PREFIXES:,}, "
+                         f"got {self.prefixes}")
+        if self.prefixes != 1 and self.prefix_len is None:
+            raise _usage("--prefixes needs --prefix-len N (the shared prefixes' tokens)")
+        if not 1 <= self.turns <= MAX_TURNS:
+            raise _usage(f"--turns must be between 1 and {MAX_TURNS:,}, got {self.turns}")
+        if self.turns > 1:
+            if self.endpoint != "chat":
+                raise _usage("--turns sends conversations: it needs --endpoint chat")
+            if (self.duration is not None or self.rate_ladder or self.ramp_up is not None
+                    or self.search is not None or not math.isinf(self.request_rate)
+                    or (spec is not None and spec[0] == "trace")):
+                raise _usage("--turns runs conversations at the concurrency: not with "
+                             "--duration, a request rate, ramp-up, search or a trace")
+        if self.prefix_len is not None and spec is not None and spec[0] == "trace":
+            raise _usage("--prefix-len: a trace shares prefixes through its hash_ids")
         parse_warmup(self.warmup)
         # Frozen means frozen: a caller's dict must not change the params later.
         object.__setattr__(self, "goodput", MappingProxyType(dict(self.goodput)))
@@ -265,6 +294,10 @@ class BenchParams:
         if self.ramp_up is not None:
             out |= {"ramp_up": self.ramp_up, "ramp_start": self.ramp_start,
                     "ramp_end": self.ramp_end}
+        if self.prefix_len is not None:
+            out |= {"prefix_len": self.prefix_len, "prefixes": self.prefixes}
+        if self.turns != 1:
+            out["turns"] = self.turns
         if self.search is not None:
             out |= {"search": self.search, "slo": dict(sorted(self.slo.items())),
                     "slo_percentile": self.slo_percentile, "max_level": self.max_level}
@@ -314,6 +347,9 @@ class BenchParams:
                 slo=f.number_map("slo"),
                 slo_percentile=f.number("slo_percentile", 90.0),
                 max_level=f.number("max_level", 256.0),
+                prefix_len=f.opt_integer("prefix_len"),
+                prefixes=f.integer("prefixes", 1),
+                turns=f.integer("turns", 1),
                 until_ci=f.opt_number("until_ci"),
                 max_repeat=f.integer("max_repeat", 10),
             )

@@ -115,3 +115,29 @@ def test_sharegpt_lengths_match_vllm_bench_serve(lab: Lab, vllm_python: Path,
     assert list(zip(theirs["input_lens"], theirs["output_lens"], strict=True)) == ours
     # the one the filter drops (2-token reply) is not among them; lengths do vary
     assert len(set(ours)) > 5
+
+
+def test_shared_prefix_load_hits_the_prefix_cache_far_more_than_random(lab: Lab) -> None:
+    """vLLM V1's /metrics prefix-cache queries and hits over the level, beside latency:
+    two shared 384-token prefixes make most prompt tokens cache hits (the CPU backend
+    caches whole 128-token blocks: 3 of a prompt's), and so do
+    conversations whose turns carry their history; random prompts (another seed:
+    prompts the server has not seen) almost none."""
+    common = ("bench", "--url", lab.url, "--prompt", "random", "--output-len", "4",
+              "--ignore-eos", "--requests", "16", "--concurrency", "2", "--warmup", "off",
+              "--json")
+    rates = {}
+    for name, extra in (("random", ("--seed", "11", "--input-len", "32")),
+                        ("shared", ("--seed", "12", "--input-len", "32", "--prefix-len",
+                                    "384", "--prefixes", "2")),
+                        ("turns", ("--seed", "13", "--input-len", "64", "--turns", "4"))):
+        res = lab.cli(*common, *extra)
+        assert res.code == 0, res.output
+        (level,) = json.loads(res.stdout)["levels"]
+        sm = level["server_metrics"]
+        assert sm["available"], sm
+        rates[name] = sm["prefix_cache_hit_rate"]
+        assert level["metrics"]["completed"] == 16
+    assert rates["shared"] > 0.5, rates
+    assert rates["shared"] > rates["random"] + 0.4, rates
+    assert rates["turns"] > rates["random"] + 0.3, rates

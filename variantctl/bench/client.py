@@ -43,6 +43,8 @@ class PreparedRequest:
     expected_prompt_tokens: int | None = None
     #: a trace's arrival time, seconds from the level's start (None: the arrival profile's)
     at_s: float | None = None
+    #: ``--turns``: (conversation, turn, last turn) — sent after the previous turn ended
+    turn: tuple[int, int, bool] | None = None
 
 
 def build_body(

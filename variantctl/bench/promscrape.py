@@ -296,34 +296,75 @@ MAX_SCRAPE_BYTES = 16 * 1024 * 1024
 
 async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
                         timeout: float = 5.0, limit: int = MAX_SCRAPE_BYTES) -> str:
-    """``GET path`` over HTTP/1.0 (the server closes: no chunked decoding needed); at
-    most ``limit`` bytes are read (:class:`ScrapeError` past them)."""
+    """``GET path``; at most ``limit`` bytes are read (:class:`ScrapeError` past them).
 
-    async def go() -> str:
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\n"
-                         "Accept: text/plain\r\nConnection: close\r\n\r\n".encode())
-            await writer.drain()
+    The answer ends where its ``Content-Length`` (or its last chunk) says, not when the
+    server closes: a server that keeps idle connections open despite ``Connection:
+    close`` (uvicorn holds them for its keep-alive timeout) would otherwise hold every
+    scrape — and the level after its last response — until then."""
+
+    async def body_of(reader: asyncio.StreamReader, head: bytes) -> bytes:
+        headers = {}
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
             parts: list[bytes] = []
             size = 0
-            while chunk := await reader.read(min(1 << 20, limit + 1 - size)):
-                parts.append(chunk)
-                size += len(chunk)
+            while True:
+                size_line = await reader.readuntil(b"\r\n")
+                n = int(size_line.split(b";")[0].strip() or b"0", 16)
+                if n == 0:
+                    return b"".join(parts)
+                size += n
                 if size > limit:
-                    raise ScrapeTooLarge(f"{path} on {host}:{port} is larger than "
-                                      f"{limit // (1024 * 1024)} MiB: not scraped")
-            data = b"".join(parts)
+                    raise _too_large()
+                parts.append(await reader.readexactly(n))
+                await reader.readexactly(2)  # the chunk's CRLF
+        if b"content-length" in headers:
+            n = int(headers[b"content-length"])
+            if n > limit:
+                raise _too_large()
+            return await reader.readexactly(n)
+        parts, size = [], 0
+        while chunk := await reader.read(min(1 << 20, limit + 1 - size)):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise _too_large()
+        return b"".join(parts)
+
+    def _too_large() -> ScrapeTooLarge:
+        return ScrapeTooLarge(f"{path} on {host}:{port} is larger than "
+                              f"{limit // (1024 * 1024)} MiB: not scraped")
+
+    async def go() -> str:
+        reader, writer = await asyncio.open_connection(host, port, limit=64 * 1024)
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                         "Accept: text/plain\r\nConnection: close\r\n\r\n".encode())
+            await writer.drain()
+            try:
+                head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+            except asyncio.LimitOverrunError:
+                raise ScrapeError(f"{path} on {host}:{port}: headers over 64 KiB") from None
+            except asyncio.IncompleteReadError:
+                raise ScrapeError(f"not an HTTP response from {host}:{port}{path}") from None
+            status = head.split(b" ", 2)
+            if len(status) < 2 or not status[0].startswith(b"HTTP/"):
+                raise ScrapeError(f"not an HTTP response from {host}:{port}{path}")
+            if status[1] != b"200":
+                raise ScrapeError(f"{path} answered HTTP "
+                                  f"{status[1].decode(errors='replace')}")
+            try:
+                body = await body_of(reader, head)
+            except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                raise ScrapeError(f"{path} on {host}:{port}: a malformed or cut "
+                                  "answer") from None
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-        head, sep, body = data.partition(b"\r\n\r\n")
-        status = head.split(b" ", 2)
-        if not sep or len(status) < 2 or not status[0].startswith(b"HTTP/"):
-            raise ScrapeError(f"not an HTTP response from {host}:{port}{path}")
-        if status[1] != b"200":
-            raise ScrapeError(f"{path} answered HTTP {status[1].decode(errors='replace')}")
         return body.decode("utf-8", "replace")
 
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import random
@@ -30,7 +31,7 @@ from typing import Any
 
 import aiohttp
 
-from variantctl.bench import arrival, datasets, metrics, prompts
+from variantctl.bench import arrival, datasets, metrics, prompts, workloads
 from variantctl.bench.client import (
     PreparedRequest,
     build_body,
@@ -142,6 +143,19 @@ async def prepare(
     else:
         loaded = prompts.load_file(Path(params.prompt))
         plist = [loaded[i % len(loaded)] for i in range(n)]
+    if params.prefix_len is not None:  # --prefix-len/--prefixes: shared prefixes first
+        async with make_session(60.0, 16) as session:
+            heads = await workloads.shared_prefixes(
+                prompts.Tokenizer(session, base, model), k=params.prefixes,
+                n_tokens=params.prefix_len, seed=params.seed)
+        plist = [workloads.with_prefix(p, heads[i % len(heads)]) for i, p in enumerate(plist)]
+    turns: list[workloads.Turn | None] = [None] * len(plist)
+    if params.turns > 1:  # --turns: conversations carrying their history
+        try:
+            pairs = workloads.conversations(plist, params.turns, params.output_len)
+        except ValueError as exc:
+            raise VariantctlError(str(exc), exit_code=ExitCode.USAGE) from None
+        plist, turns = [p for p, _ in pairs], [t for _, t in pairs]
     out: list[PreparedRequest] = []
     for i, p in enumerate(plist):
         content = p.content
@@ -157,6 +171,9 @@ async def prepare(
             # A per-request sampling seed makes sampled runs repeatable; greedy needs none.
             seed=params.seed + i if params.temperature > 0 else None,
             extra=p.extra, at_s=p.at_s))
+        t = turns[i]
+        if t is not None:
+            out[-1] = dataclasses.replace(out[-1], turn=(t.conversation, t.turn, t.last))
     return out
 
 
@@ -305,6 +322,8 @@ async def run_level(
         gate = asyncio.Semaphore(concurrency)  # --duration at an unlimited rate
 
         async def one(i: int, due: float, gated: bool) -> RequestResult | None:
+            if reqs[i % len(reqs)].turn is not None:
+                return await turn_of(i, due)
             try:
                 async with sem:
                     if params.duration is not None and time.perf_counter() - t0 >= (
@@ -322,6 +341,39 @@ async def run_level(
                 inflight.pop(i, None)
                 if gated:
                     gate.release()
+            live[0] += len(r.chunk_offsets_s)
+            results.append(r)
+            return r
+
+        #: ``--turns``: set when request i ended (its conversation's next turn may go)
+        ended_at = [asyncio.Event() for _ in reqs] if reqs[0].turn is not None else []
+
+        async def turn_of(i: int, due: float) -> RequestResult | None:
+            """One turn: after the previous turn of its conversation ended, in the slot its
+            conversation took at its first turn (released after its last)."""
+            req = reqs[i]
+            assert req.turn is not None
+            _conv, k, last = req.turn
+            if k == 0:
+                await sem.acquire()
+            else:
+                await ended_at[i - 1].wait()
+            try:
+                if stop.is_set():
+                    return None
+                inflight[i] = []
+                sent[0] += 1
+                try:
+                    r = await send(session, base, req, index=i, level_t0=t0, queued_at=due,
+                                   offsets=inflight[i])
+                except asyncio.CancelledError:
+                    cancelled[0] += 1
+                    raise
+            finally:
+                inflight.pop(i, None)
+                ended_at[i].set()
+                if last:
+                    sem.release()
             live[0] += len(r.chunk_offsets_s)
             results.append(r)
             return r

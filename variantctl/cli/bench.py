@@ -36,6 +36,12 @@ from variantctl.env import Environment
 @click.option("--prompt", default="short", show_default=True,
               help="short | tools (the seed's 29-tool request) | random | FILE | "
               "sharegpt:FILE | jsonl:FILE | trace:FILE (docs/bench.md, Datasets).")
+@click.option("--prefix-len", "prefix_len", type=int,
+              help="Lead every prompt with one of --prefixes shared prefixes of N tokens.")
+@click.option("--prefixes", type=int, default=1, show_default=True,
+              help="How many shared prefixes (--prefix-len): request i gets prefix i mod K.")
+@click.option("--turns", type=int, default=1, show_default=True,
+              help="Conversations of T turns, each carrying the history (chat).")
 @click.option("--input-len", type=int, help="Prompt tokens (--prompt random: exact).")
 @click.option("--output-len", type=int,
               help="max_tokens of every request (default 128; a dataset's own lengths "
@@ -92,7 +98,9 @@ from variantctl.env import Environment
 @pass_env
 def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: str | None,
           endpoint: str, model: str | None, concurrency: str | None, requests: int | None,
-          duration: float | None, prompt: str, input_len: int | None,
+          duration: float | None, prompt: str, prefix_len: int | None, prefixes: int,
+          turns: int,
+          input_len: int | None,
           output_len: int | None, trace_speed: float,
           ignore_eos: bool, temperature: float, seed: int, request_rate: str,
           ramp_up: str | None, ramp_start: float | None, ramp_end: float | None,
@@ -153,6 +161,7 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
         ramp_end=ramp_end, burstiness=burstiness, requests=requests,
         duration=duration, warmup=warmup, goodput=parse_goodput(goodput) if goodput else {},
         concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
+        prefix_len=prefix_len, prefixes=prefixes, turns=turns,
         search=search, slo=parse_goodput(slo, "--slo") if slo else {},
         slo_percentile=slo_percentile, max_level=max_level,
         until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,

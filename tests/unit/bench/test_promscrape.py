@@ -206,3 +206,40 @@ def test_scraper_ends_even_when_a_cancellation_is_swallowed() -> None:
     threading.Thread(target=run, daemon=True).start()
     assert done.wait(20), "the scraper never ended"
     assert len(calls) >= 2
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_scrape_ends_with_the_answer_not_when_the_server_closes(framing: str) -> None:
+    """uvicorn keeps an idle connection open (its keep-alive timeout) whatever the
+    request's ``Connection: close`` says: the scrape — and the level's final scrape,
+    so the level — must end when the answer is complete (issue 22.5; before, the fetch
+    read until EOF and timed out)."""
+    text = page(1, 0, 0.25, 10, 4, 0)
+
+    async def go() -> str:
+        held: list[asyncio.StreamWriter] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            data = text.encode()
+            if framing == "chunked":
+                half = len(data) // 2
+                body = b"".join(b"%x\r\n%s\r\n" % (len(c), c)
+                                for c in (data[:half], data[half:])) + b"0\r\n\r\n"
+                head = b"Transfer-Encoding: chunked\r\n"
+            else:
+                body, head = data, b"Content-Length: %d\r\n" % len(data)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + head
+                         + b"\r\n" + body)
+            await writer.drain()
+            held.append(writer)  # and never closed: an idle keep-alive connection
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            got = await fetch_metrics("127.0.0.1", port, timeout=3.0)
+            for w in held:
+                w.close()
+            return got
+
+    assert asyncio.run(go()) == text
