@@ -5,6 +5,7 @@ prefixes of N tokens as the server counts them; against the labelled FAKE OpenAI
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import Callable, Iterator
 
@@ -72,7 +73,7 @@ def test_turns_carry_the_history_in_order_with_conversations_in_parallel(
     for conv in range(3):
         turns = reqs[3 * conv: 3 * conv + 3]
         # each turn sent after the previous one of its conversation ended
-        for a, b in zip(turns, turns[1:], strict=False):
+        for a, b in itertools.pairwise(turns):
             assert b["start_s"] >= a["start_s"] + a["latency_s"]
         # and carries the history: the fake counts every message's words (+ 6 template)
         sizes = [r["prompt_tokens"] for r in turns]
