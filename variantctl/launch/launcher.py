@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.hostmodel import Host
 from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
-from variantctl.targets.activity import HostConditions
+from variantctl.targets.activity import HostConditions, TreeSample
 from variantctl.targets.base import Target
 
 if TYPE_CHECKING:
@@ -95,10 +94,10 @@ class Launcher(Protocol):
         cannot be checked."""
         ...
 
-    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
-        """CPU seconds each of the server's processes (or job steps) has used so far
-        (None: gone, or the launcher cannot tell): a quiet log over working processes is
-        a slow start, not a hang (launch/watch.py)."""
+    def cpu_times(self, target: Target, record: ServerRecord) -> TreeSample | None:
+        """CPU seconds each of the server's processes (or job steps) has used so far, and
+        which of them run (None: gone, or the launcher cannot tell): a quiet log over
+        working processes is a slow start, not a hang (launch/watch.py)."""
         ...
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
@@ -173,7 +172,7 @@ class ProcessLauncher:
     def check_patches(self, variant: ResolvedVariant) -> bool:
         return True
 
-    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
+    def cpu_times(self, target: Target, record: ServerRecord) -> TreeSample | None:
         from variantctl.targets.activity import group_cpu_times
 
         return group_cpu_times(target, record.pid)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host, SlurmSpec
 from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerRecord
-from variantctl.targets.activity import HostConditions
+from variantctl.targets.activity import HostConditions, TreeSample
 from variantctl.targets.base import Target
 from variantctl.targets.slurm import JobInfo, cancel, job_info, node_address, submit
 
@@ -230,7 +230,7 @@ class SlurmLauncher:
             )
         return False
 
-    def cpu_times(self, target: Target, record: ServerRecord) -> Mapping[str, float] | None:
+    def cpu_times(self, target: Target, record: ServerRecord) -> TreeSample | None:
         from variantctl.targets.slurm import job_cpu_times
 
         return job_cpu_times(target, self.spec, str(record.pid))

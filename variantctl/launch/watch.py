@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.errors import TargetError
 from variantctl.launch.classify import ClassifierAdapter, Decision
 from variantctl.runs.record import ServerRecord
-from variantctl.targets.activity import cpu_used
+from variantctl.targets.activity import TreeSample, cpu_used
 from variantctl.targets.base import Target
 from variantctl.targets.process import read_from
 
@@ -72,30 +72,37 @@ class BusyJudge:
 
     stall: float
     last: tuple[float, Mapping[str, float]] | None = None
+    #: processes running (or waiting for the disk) at the previous sample
+    running: frozenset[str] = frozenset()
+    #: how many were running at both the previous sample and the last one
+    steady: int = 0
 
     @property
     def poll(self) -> float:
         """Seconds between samples: four per half stall, at most 15 s apart."""
         return max(0.25, min(self.stall / 4, 15.0))
 
-    def share(self, now: float, cpu: Mapping[str, float] | None) -> float | None:
+    def share(self, now: float, sample: TreeSample | None) -> float | None:
         """CPU-seconds per second the server's processes used since the baseline (the
         first sample of this quiet stretch: a longer window smooths a loaded host's
-        scheduling); ``cpu``: seconds so far by process. None: this is the baseline, or
-        the launcher cannot tell."""
-        if cpu is None:
-            self.last = None
+        scheduling). None: this is the baseline, or the launcher cannot tell."""
+        if sample is None:
+            self.last, self.running = None, frozenset()
             return None
+        self.steady = len(self.running & set(sample.active))
+        self.running = frozenset(sample.active)
         if self.last is None:
-            self.last = (now, cpu)
+            self.last = (now, sample.cpu)
             return None
         since, base = self.last
-        return cpu_used(base, cpu) / (now - since) if now > since else None
+        return cpu_used(base, sample.cpu) / (now - since) if now > since else None
 
-    def excuses(self, share: float | None, silent: float, phase: str | None) -> bool:
-        """Whether ``share`` of a core counts as progress after ``silent`` seconds without
-        output in ``phase``."""
-        if share is None or share < BUSY_SHARE:
+    def excuses(self, share: float | None, silent: float, phase: str | None,
+                active: int = 0) -> bool:
+        """Whether ``share`` of a core (or ``active`` processes running or waiting for the
+        disk right now) counts as progress after ``silent`` seconds without output in
+        ``phase``."""
+        if not active and (share is None or share < BUSY_SHARE):
             return False
         stalls = SILENT_PHASE_STALLS if phase in SILENT_PHASES else BUSY_STALLS
         return silent < stalls * self.stall
@@ -209,17 +216,22 @@ def watch(
                 now = clock()
                 quiet = classifier.quiet_for()
                 if quiet < busy.stall / 4:
-                    busy.last = None  # sampling starts again when the log is quiet
+                    # sampling starts again when the log is quiet
+                    busy.last, busy.running, busy.steady = None, frozenset(), 0
                 elif busy.last is None or now >= next_sample:
                     # the baseline at a quarter of the stall, the verdict from half of it:
                     # a sample that takes long (a loaded host) cannot let the stall pass
                     next_sample = now + busy.poll
-                    share = busy.share(now, launcher.cpu_times(target, record))
-                    if quiet >= busy.stall / 2 and busy.excuses(share, now - last_output,
-                                                                classifier.phase()):
+                    sample = launcher.cpu_times(target, record)
+                    share = busy.share(now, sample)
+                    # running at this look and the one before: a hung process that only
+                    # woke for a moment (a loaded host schedules it late) is not working
+                    if quiet >= busy.stall / 2 and busy.excuses(
+                            share, now - last_output, classifier.phase(), busy.steady):
                         classifier.activity()
+                        used = f"use {share:.0%} of a core" if share is not None else "run"
                         note = (f"log quiet for {now - last_output:.0f}s, its processes "
-                                f"use {share:.0%} of a core: still working")
+                                f"{used}: still working")
             decision = classifier.tick() if waiting is None else None
             if decision is not None and decision.decisive:
                 return outcome(decision.verdict, decision)

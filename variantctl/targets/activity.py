@@ -48,15 +48,29 @@ class HostConditions:
         return f"load average {self.load:.1f} on {self.cores} core{'s' if self.cores != 1 else ''}"
 
 
-def parse_group_cpu(text: str, pgid: int) -> dict[str, float] | None:
+@dataclass(frozen=True)
+class TreeSample:
+    """One look at a server's processes (or a SLURM job's steps)."""
+
+    #: CPU seconds (user + system) used so far, by process id (or job step)
+    cpu: Mapping[str, float]
+    #: processes running or runnable (``R``) or waiting for the disk (``D``) at the look:
+    #: working, even when a loaded host or a slow disk gives them little CPU; a hung
+    #: process sleeps (``S``) on a lock, a socket or a collective
+    active: tuple[str, ...] = ()
+
+
+def parse_group_cpu(text: str, pgid: int) -> TreeSample | None:
     """CPU seconds (user + system, with the children they waited for: the compilers
     torch.compile starts) of each live process of process group or session ``pgid`` in
-    concatenated ``/proc/*/stat`` lines, by pid; None when none is alive.
+    concatenated ``/proc/*/stat`` lines, by pid, and which of them run or wait for the
+    disk; None when none is alive.
 
     Per process, because the tree changes while a server starts: a helper that exits
     takes its time with it, and a sum over the tree would then shrink and hide the work
     of the others (:func:`cpu_used`)."""
     out: dict[str, float] = {}
+    active: list[str] = []
     for line in text.splitlines():
         head, sep, rest = line.partition(" (")
         if not sep or not head.strip().isdigit():
@@ -72,7 +86,9 @@ def parse_group_cpu(text: str, pgid: int) -> dict[str, float] | None:
             out[head.strip()] = sum(int(f) for f in fields[11:15]) / USER_HZ
         except ValueError:
             continue
-    return out or None
+        if fields[0] in ("R", "D"):
+            active.append(head.strip())
+    return TreeSample(out, tuple(active)) if out else None
 
 
 def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> float:
@@ -81,7 +97,7 @@ def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> float:
     return sum(max(0.0, t - before.get(k, 0.0)) for k, t in after.items())
 
 
-def group_cpu_times(target: Target, pgid: int) -> dict[str, float] | None:
+def group_cpu_times(target: Target, pgid: int) -> TreeSample | None:
     """CPU seconds used so far by each process of the server whose process group is
     ``pgid`` (see :func:`parse_group_cpu`); None when it is gone or ``/proc`` cannot be
     read."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from variantctl.errors import TargetError
 from variantctl.hostmodel import SlurmSpec
+from variantctl.targets.activity import TreeSample
 from variantctl.targets.base import RunResult, Target
 
 #: states in which a job still holds (or waits for) resources
@@ -266,7 +267,7 @@ def parse_slurm_duration(text: str) -> float | None:
     return ((days * 24 + hours) * 60 + mins) * 60 + secs
 
 
-def job_cpu_times(target: Target, spec: SlurmSpec, job_id: str) -> dict[str, float] | None:
+def job_cpu_times(target: Target, spec: SlurmSpec, job_id: str) -> TreeSample | None:
     """CPU seconds each step of the running job used so far (``sstat``'s TotalCPU, by step
     id); None where the cluster does not gather job accounting (then a quiet log is judged
     by its silence alone)."""
@@ -286,4 +287,4 @@ def job_cpu_times(target: Target, spec: SlurmSpec, job_id: str) -> dict[str, flo
         if seconds is None:
             continue
         out[step.strip()] = seconds
-    return out or None
+    return TreeSample(out) if out else None

@@ -20,6 +20,7 @@ from variantctl.launch.watch import (
 )
 from variantctl.targets.activity import (
     HostConditions,
+    TreeSample,
     cpu_used,
     group_cpu_times,
     host_conditions,
@@ -50,7 +51,10 @@ def test_group_cpu_sums_user_system_and_waited_children_of_live_members() -> Non
         _stat(103, "setsid-child", "S", 103, 100, (5, 5, 0, 0)),  # same session
         "garbage line",
     ])
-    assert parse_group_cpu(text, 100) == pytest.approx({"100": 0.6, "101": 5.5, "103": 0.1})
+    sample = parse_group_cpu(text, 100)
+    assert sample is not None
+    assert sample.cpu == pytest.approx({"100": 0.6, "101": 5.5, "103": 0.1})
+    assert sample.active == ("101",)  # running; the others sleep
     assert parse_group_cpu(text, 300) is None
 
 
@@ -86,20 +90,21 @@ def test_a_busy_process_tree_gains_cpu_time_and_a_sleeping_one_does_not() -> Non
         idle.kill()
         busy.wait()
         idle.wait()
-    assert a_busy is not None and b_busy is not None and cpu_used(a_busy, b_busy) > 0
-    assert set(a_busy) == {str(busy.pid)}
-    assert a_idle is not None and b_idle is not None and cpu_used(a_idle, b_idle) == 0
+    assert a_busy is not None and b_busy is not None and cpu_used(a_busy.cpu, b_busy.cpu) > 0
+    assert set(a_busy.cpu) == {str(busy.pid)}
+    assert a_idle is not None and b_idle is not None and cpu_used(a_idle.cpu, b_idle.cpu) == 0
+    assert a_idle.active == b_idle.active == ()  # a sleeping process is not running
     assert group_cpu_times(local, busy.pid) is None  # gone
 
 
 def test_busy_judge_counts_work_within_its_budget() -> None:
     judge = BusyJudge(stall=10.0)
     assert judge.poll == 2.5
-    assert judge.share(100.0, {"1": 5.0}) is None  # the first sample is the baseline
-    share = judge.share(102.0, {"1": 6.0})
+    assert judge.share(100.0, TreeSample({"1": 5.0})) is None  # the baseline
+    share = judge.share(102.0, TreeSample({"1": 6.0}))
     assert share == pytest.approx(0.5)
     # the baseline stays: the window grows while the log is quiet
-    assert judge.share(104.0, {"1": 6.2}) == pytest.approx(0.3)
+    assert judge.share(104.0, TreeSample({"1": 6.2})) == pytest.approx(0.3)
     assert judge.last == (100.0, {"1": 5.0})
     # working: progress while the silence is within the budget of its phase
     assert judge.excuses(share, 15.0, "model-load")
@@ -110,6 +115,14 @@ def test_busy_judge_counts_work_within_its_budget() -> None:
     assert not judge.excuses(0.0, 6.0, "engine-config")
     assert not judge.excuses(BUSY_SHARE / 2, 6.0, "engine-config")
     assert not judge.excuses(None, 6.0, "engine-config")
+    # a process running (or waiting for the disk) right now works, whatever CPU it got
+    assert judge.excuses(0.0, 6.0, "engine-config", active=1)
+    assert not judge.excuses(0.0, SILENT_PHASE_STALLS * 10.0, "engine-config", active=1)
+    # running at two looks in a row counts; at one look (a late wake-up) does not
+    judge.share(105.0, TreeSample({"1": 6.2}, active=("1",)))
+    assert judge.steady == 0
+    judge.share(106.0, TreeSample({"1": 6.2}, active=("1",)))
+    assert judge.steady == 1
     assert judge.share(104.0, None) is None and judge.last is None
 
 
