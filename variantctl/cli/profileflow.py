@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from variantctl.env import Environment
 from variantctl.hostmodel import Host
 from variantctl.project.loaded import Project
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
+
+if TYPE_CHECKING:
+    from variantctl.bench.profile import Collector
+    from variantctl.bench.session import RunOutcome
+    from variantctl.targets.profilepoints import Missing
+    from variantctl.variants.model import ResolvedVariant
+    from variantctl.variants.rules import Finding
 
 
 def _say(env: Environment, line: str) -> None:
@@ -75,7 +82,8 @@ def _relaunch(project: Project, target: Target, host: Host, variant: str,
     return result.record, directory
 
 
-def after_profiled_run(env: Environment, collector: Any, outcome: Any, record: Any, *,
+def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutcome,
+                       record: ServerRecord, *,
                        store: bool, trace: Path | None, several: bool) -> None:
     """Breakdowns onto the outcome; raw events into the run record; the trace file."""
     from variantctl.bench import profile
@@ -96,18 +104,18 @@ def after_profiled_run(env: Environment, collector: Any, outcome: Any, record: A
         _say(env, f"{outcome.label}: Chrome trace written {own}")
 
 
-def print_profiles(env: Environment, outcomes: Sequence[Any]) -> None:
+def print_profiles(env: Environment, outcomes: Sequence[RunOutcome]) -> None:
     """The breakdown tables of every profiled outcome."""
     from variantctl.render.profile import breakdown_tables
 
     for o in outcomes:
-        if getattr(o, "profile", None):
+        if o.profile:
             for table in breakdown_tables(o.label, o.profile):
                 env.stdout.print(table)
 
 
 def profile_point_findings(env: Environment, target: Target, host: Host,
-                           variants: Sequence[Any]) -> list[Any]:
+                           variants: Sequence[ResolvedVariant]) -> list[Finding]:
     """``check``: a warning per variant (all on ``host``, read through ``target``) whose
     ``requires`` names a profile patchset with points the host's vLLM lacks."""
     from variantctl.config.patchsets import load_patchset
@@ -115,8 +123,8 @@ def profile_point_findings(env: Environment, target: Target, host: Host,
     from variantctl.targets.profilepoints import missing_points
     from variantctl.variants.rules import Finding
 
-    out: list[Any] = []
-    seen: dict[str, list[Any]] = {}  # one read of the host per patchset, not per variant
+    out: list[Finding] = []
+    seen: dict[str, list[Missing]] = {}  # one read of the host per patchset, not per variant
     for v in variants:
         for name in v.requires:
             if name not in seen:
