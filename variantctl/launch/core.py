@@ -538,7 +538,7 @@ def watch_variant(
         draft.key, draft.created_at = previous.key, previous.created_at
         draft.script = previous.script
         draft.timings = dict(thaw(previous.timings))
-        draft.findings = tuple(_finding(f) for f in previous.preflight)
+        draft.findings = previous.preflight
         draft.patches = tuple(
             PatchState(n, MappingProxyType(dict(p.get("roots") or {})),
                        tuple(MappingProxyType(dict(f)) for f in p.get("files") or ()),
@@ -566,13 +566,6 @@ def watch_variant(
 def variant_json(variant: ResolvedVariant) -> dict[str, Any]:
     """The variant as run.json keeps it: every value and where it came from."""
     return {**variant.to_dict(), "origins": dict(variant.origins)}
-
-
-def _finding(data: Mapping[str, Any]) -> Finding:
-    return Finding(severity=str(data.get("severity", "")), rule=str(data.get("rule", "")),
-                   variant=str(data.get("variant", "")),
-                   signature=None if data.get("signature") is None else str(data["signature"]),
-                   message=str(data.get("message", "")))
 
 
 def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRecord:
@@ -615,7 +608,7 @@ def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRec
         script=draft.script,
         server=draft.record.to_dict(),
         patches={p.name: p.to_json() for p in draft.patches},
-        preflight=tuple(f.to_dict() for f in draft.findings),
+        preflight=draft.findings,
         verdict=verdict,
         facts=facts,
         expect=tuple(m.to_json() for m in draft.expect),

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.variants.rules import Finding
 
 #: schema of run.json; 2 added the content key, typed verdict/expect and benchmarks;
 #: 3 lists the profile files too (``profiles``). Schema 2 records still read: the
@@ -115,7 +116,8 @@ class RunRecord:
     expect: tuple[Mapping[str, Any], ...] = ()
     expect_ok: bool = True
     timings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    preflight: tuple[Mapping[str, Any], ...] = ()
+    #: what the pre-flight rules said of the variant on its host
+    preflight: tuple[Finding, ...] = ()
     stopped: Mapping[str, Any] | None = None
     log_file: str | None = None
     #: benchmark result files in the run directory (``bench-<stamp>.json``)
@@ -142,7 +144,7 @@ class RunRecord:
             "script": self.script,
             "server": thaw(self.server),
             "patches": thaw(self.patches),
-            "preflight": thaw(self.preflight),
+            "preflight": [f.to_dict() for f in self.preflight],
             "verdict": self.verdict.to_json(),
             "facts": thaw(self.facts),
             "expect": thaw(self.expect),
@@ -194,7 +196,7 @@ class RunRecord:
             script=r.text("script", ""),
             server=_freeze(r.opt_mapping("server")),
             patches=_freeze(r.mapping("patches")),
-            preflight=tuple(_freeze(p) for p in r.list_of_mappings("preflight")),
+            preflight=tuple(_finding(f) for f in r.objs("preflight")),
             verdict=verdict,
             facts=_freeze(r.mapping("facts")),
             expect=tuple(_freeze(m) for m in r.list_of_mappings("expect")),
@@ -206,6 +208,12 @@ class RunRecord:
             profiles=artifact_names(r, "profiles") if schema >= 3 else (),
             schema=schema,
         )
+
+
+def _finding(f: Fields) -> Finding:
+    return Finding(severity=f.text("severity", ""), rule=f.text("rule", ""),
+                   variant=f.text("variant", ""), signature=f.opt_text("signature"),
+                   message=f.text("message", ""))
 
 
 def artifact_names(r: Fields, key: str) -> tuple[str, ...]:

@@ -225,3 +225,23 @@ def test_a_huge_stored_file_is_refused_without_being_read(run_cli: Cli,
     one_error_line(res, str(path), f"{MAX_RUN_JSON + 1} bytes, more than")
     res = run_cli(["runs"], project=project)
     assert res.code == 0 and "more than" in res.stdout, res.output
+
+
+def test_preflight_findings_are_typed_values_that_round_trip(run_cli: Cli, project: Path
+                                                            ) -> None:
+    """run.json's ``preflight`` reads as Finding values (issue 18.5): written back
+    byte for byte the same; an entry of the wrong shape names its field (exit 2)."""
+    from variantctl.runs.run import RunRecord
+    from variantctl.variants.rules import Finding
+
+    path = run_dir(project) / "run.json"
+    finding = {"severity": "warning", "rule": "r", "variant": "base", "signature": None,
+               "message": "m"}
+    edit(path, lambda d: d.update(preflight=[finding]))
+    doc = json.loads(path.read_text())
+    rec = RunRecord.from_json(doc, source=str(path))
+    assert rec.preflight == (Finding("warning", "r", "base", None, "m"),)
+    assert rec.to_json() == doc
+    edit(path, lambda d: d.update(preflight=[{**finding, "severity": 2}]))
+    one_error_line(run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project), str(path),
+                   "field 'preflight[0].severity' should be a string")
