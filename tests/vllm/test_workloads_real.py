@@ -141,3 +141,30 @@ def test_shared_prefix_load_hits_the_prefix_cache_far_more_than_random(lab: Lab)
     assert rates["shared"] > 0.5, rates
     assert rates["shared"] > rates["random"] + 0.4, rates
     assert rates["turns"] > rates["random"] + 0.3, rates
+
+
+def test_jsonl_and_trace_lengths_are_the_servers(lab: Lab, tmp_path: Path) -> None:
+    """A JSONL dataset's output lengths and a Mooncake trace's input and output lengths
+    reach the real server as given: the server's usage counts them exactly."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": _TEXT, "output_len": 5}) + "\n"
+                    + json.dumps({"messages": [{"role": "user", "content": "Hello there"}],
+                                  "output_len": 9}) + "\n")
+    res = lab.cli("bench", "--url", lab.url, "--prompt", f"jsonl:{data}", "--requests", "2",
+                  "--ignore-eos", "--warmup", "off", "--json")
+    assert res.code == 0, res.output
+    reqs = json.loads(res.stdout)["levels"][0]["requests"]
+    assert [r["output_tokens"] for r in reqs] == [5, 9]
+    trace = tmp_path / "t.jsonl"
+    rows = [{"timestamp": 0, "input_length": 300, "output_length": 3, "hash_ids": [1]},
+            {"timestamp": 100, "input_length": 200, "output_length": 6, "hash_ids": [1]},
+            {"timestamp": 150, "input_length": 40, "output_length": 2}]
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = lab.cli("bench", "--url", lab.url, "--endpoint", "completions", "--prompt",
+                  f"trace:{trace}", "--concurrency", "3", "--ignore-eos", "--warmup", "off",
+                  "--json")
+    assert res.code == 0, res.output
+    level = json.loads(res.stdout)["levels"][0]
+    assert [(r["prompt_tokens"], r["output_tokens"]) for r in level["requests"]] == [
+        (300, 3), (200, 6), (40, 2)]
+    assert level["profile"] == {"kind": "trace", "rate": "inf", "trace_speed": 1.0}

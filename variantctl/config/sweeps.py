@@ -63,6 +63,9 @@ _BENCH = Struct("bench", {
     "slo": Field(Str()),
     "slo_percentile": Field(Float(min=0.001, finite=True)),
     "max_level": Field(Float(min=1, finite=True)),
+    "prefix_len": Field(Int(min=1)),
+    "prefixes": Field(Int(min=1)),
+    "turns": Field(Int(min=1)),
 })
 
 _SWEEP = Struct("sweep", {
@@ -243,7 +246,7 @@ def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
         else:
             common["request_rate"] = math.inf if rate == "inf" else float(rate)
     for key in ("ramp_up", "ramp_start", "ramp_end", "search", "slo_percentile",
-                "max_level"):
+                "max_level", "prefix_len", "prefixes", "turns"):
         if key in data:
             common[key] = data[key]
     if "slo" in data:

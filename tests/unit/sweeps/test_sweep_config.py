@@ -186,3 +186,13 @@ def test_a_bench_block_takes_rate_ladders_ramp_ups_and_datasets() -> None:
         parse("base: a\nbench:\n  request_rate: [1, 2]\n  concurrency: [1, 2]\n")
     with pytest.raises(ConfigError, match=r"a rate is given twice"):
         parse("base: a\nbench:\n  request_rate: [1, 1]\n")
+
+
+def test_a_bench_block_takes_shared_prefixes_and_turns() -> None:
+    (b,) = parse("base: a\nbench:\n  prompts: random\n  input_len: 16\n  prefix_len: 64\n"
+                 "  prefixes: 4\n  turns: 3\n").bench
+    assert (b.prefix_len, b.prefixes, b.turns) == (64, 4, 3)
+    with pytest.raises(ConfigError, match=r"prefixes needs prefix_len"):
+        parse("base: a\nbench:\n  prefixes: 4\n")
+    with pytest.raises(ConfigError, match=r"turns sends conversations: it needs endpoint chat"):
+        parse("base: a\nbench:\n  turns: 2\n  endpoint: completions\n")
