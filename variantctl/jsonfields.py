@@ -162,9 +162,6 @@ class Fields:
         return [Fields(item, self.source, f"{self.name(key)}[{i}]")
                 for i, item in enumerate(self.items(key, default))]
 
-    def list_of_mappings(self, key: str) -> Sequence[Mapping[str, Any]]:
-        return [f.data for f in self.objs(key)]
-
     def texts(self, key: str, default: Any = ()) -> tuple[str, ...]:
         out = []
         for i, item in enumerate(self.items(key, default)):

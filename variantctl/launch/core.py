@@ -611,7 +611,7 @@ def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRec
         preflight=draft.findings,
         verdict=verdict,
         facts=facts,
-        expect=tuple(m.to_json() for m in draft.expect),
+        expect=draft.expect,
         expect_ok=not draft.expect,
         timings=dict(draft.timings),
         stopped=stopped,

@@ -78,8 +78,8 @@ def run_lines(d: RunDir, rec: RunRecord) -> list[str]:
     if v.remediation:
         lines.append(f"  fix: {v.remediation}")
     for m in rec.expect:
-        lines.append(f"expect FAIL {m.get('key')}: expected {m.get('expected')!r} "
-                     f"({m.get('source')}), log says {m.get('actual')!r}")
+        lines.append(f"expect FAIL {m.key}: expected {m.expected!r} "
+                     f"({m.source}), log says {m.actual!r}")
     config = rec.facts.get("config") or {}
     facts = {k: v for k, v in rec.facts.items() if k != "config" and v not in (None, {}, [])}
     if facts:

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.logs.expect import Mismatch
 from variantctl.variants.rules import Finding
 
 #: schema of run.json; 2 added the content key, typed verdict/expect and benchmarks;
@@ -112,8 +113,8 @@ class RunRecord:
     patches: Mapping[str, Any]
     verdict: RunVerdict
     facts: Mapping[str, Any]
-    #: expectation mismatches (``logs.expect.Mismatch.to_json``); empty when all held
-    expect: tuple[Mapping[str, Any], ...] = ()
+    #: what the log contradicts of the variant's expectations; empty when all held
+    expect: tuple[Mismatch, ...] = ()
     expect_ok: bool = True
     timings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     #: what the pre-flight rules said of the variant on its host
@@ -147,7 +148,7 @@ class RunRecord:
             "preflight": [f.to_dict() for f in self.preflight],
             "verdict": self.verdict.to_json(),
             "facts": thaw(self.facts),
-            "expect": thaw(self.expect),
+            "expect": [thaw(m.to_json()) for m in self.expect],
             "expect_ok": self.expect_ok,
             "timings": thaw(self.timings),
             "stopped": thaw(self.stopped),
@@ -199,7 +200,7 @@ class RunRecord:
             preflight=tuple(_finding(f) for f in r.objs("preflight")),
             verdict=verdict,
             facts=_freeze(r.mapping("facts")),
-            expect=tuple(_freeze(m) for m in r.list_of_mappings("expect")),
+            expect=tuple(_mismatch(m) for m in r.objs("expect")),
             expect_ok=r.flag("expect_ok"),
             timings=_freeze(r.mapping("timings")),
             stopped=_freeze(r.opt_mapping("stopped")),
@@ -208,6 +209,14 @@ class RunRecord:
             profiles=artifact_names(r, "profiles") if schema >= 3 else (),
             schema=schema,
         )
+
+
+def _mismatch(m: Fields) -> Mismatch:
+    """A stored mismatch; its values frozen (a list reads as a tuple) as every stored
+    JSON value of a record is."""
+    return Mismatch(key=m.text("key", ""), expected=_freeze(m.data.get("expected")),
+                    actual=_freeze(m.data.get("actual")), source=m.text("source", ""),
+                    reason=m.text("reason", "differs"))
 
 
 def _finding(f: Fields) -> Finding:

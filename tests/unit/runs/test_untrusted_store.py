@@ -245,3 +245,26 @@ def test_preflight_findings_are_typed_values_that_round_trip(run_cli: Cli, proje
     edit(path, lambda d: d.update(preflight=[{**finding, "severity": 2}]))
     one_error_line(run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project), str(path),
                    "field 'preflight[0].severity' should be a string")
+
+
+def test_expect_mismatches_are_typed_values(run_cli: Cli, project: Path) -> None:
+    """run.json's ``expect`` reads as Mismatch values (issue 18.5): the same JSON written
+    back, the same ``runs show`` line; a key of the wrong type names its field."""
+    from variantctl.logs.expect import Mismatch
+    from variantctl.runs.run import RunRecord
+
+    path = run_dir(project) / "run.json"
+    entry = {"key": "enforce_eager", "expected": [True], "actual": False,
+             "source": "expect.enforce_eager", "reason": "differs"}
+    edit(path, lambda d: d.update(expect=[entry], expect_ok=False))
+    doc = json.loads(path.read_text())
+    rec = RunRecord.from_json(doc, source=str(path))
+    assert rec.expect == (Mismatch("enforce_eager", (True,), False, "expect.enforce_eager"),)
+    assert rec.to_json() == doc
+    shown = run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project)
+    assert shown.code == 0, shown.output
+    assert ("expect FAIL enforce_eager: expected (True,) (expect.enforce_eager), "
+            "log says False") in " ".join(shown.stdout.split())
+    edit(path, lambda d: d.update(expect=[{**entry, "key": 7}]))
+    one_error_line(run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project), str(path),
+                   "field 'expect[0].key' should be a string")
