@@ -299,9 +299,9 @@ async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
     """``GET path``; at most ``limit`` bytes are read (:class:`ScrapeError` past them).
 
     The answer ends where its ``Content-Length`` (or its last chunk) says, not when the
-    server closes: a server that keeps idle connections open despite ``Connection:
-    close`` (uvicorn holds them for its keep-alive timeout) would otherwise hold every
-    scrape — and the level after its last response — until then."""
+    connection closes: a server or forward that keeps it open despite ``Connection:
+    close`` would otherwise hold every scrape — and the level after its last response,
+    through its final scrape — until the timeout."""
 
     async def body_of(reader: asyncio.StreamReader, head: bytes) -> bytes:
         headers = {}

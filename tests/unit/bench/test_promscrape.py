@@ -210,8 +210,8 @@ def test_scraper_ends_even_when_a_cancellation_is_swallowed() -> None:
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 def test_a_scrape_ends_with_the_answer_not_when_the_server_closes(framing: str) -> None:
-    """uvicorn keeps an idle connection open (its keep-alive timeout) whatever the
-    request's ``Connection: close`` says: the scrape — and the level's final scrape,
+    """A server (or a forward) that keeps the connection open after answering, whatever
+    the request's ``Connection: close`` says: the scrape — and the level's final scrape,
     so the level — must end when the answer is complete (issue 22.5; before, the fetch
     read until EOF and timed out)."""
     text = page(1, 0, 0.25, 10, 4, 0)
