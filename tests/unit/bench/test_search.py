@@ -18,8 +18,10 @@ from variantctl.exitcodes import ExitCode
 
 Run = Callable[..., CliResult]
 
-#: the fake server: TPOT = 5 ms + 10 ms × (requests in flight − 1)
-ITL_MS, SLOPE_MS = 5, 10
+#: the fake server: TPOT = 20 ms + 40 ms × (requests in flight − 1). The SLO (200 ms) sits
+#: 20 ms from the levels on either side of it (180 ms at c = 5, 220 ms at c = 6): a loaded
+#: machine adds a few ms to every gap, never 20
+ITL_MS, SLOPE_MS = 20, 40
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +66,9 @@ def test_percentile_is_numpys_linear() -> None:
 
 def test_search_on_a_server_whose_tpot_grows_with_load_finds_the_allowed_level(
         run_cli: Run, url: str) -> None:
-    # TPOT(c) = 5 + 10 (c − 1) ms: 45 ms at c = 5, 55 ms at c = 6; the SLO is 50 ms
+    # TPOT(c) = 20 + 40 (c − 1) ms: 180 ms at c = 5, 220 ms at c = 6; the SLO is 200 ms
     res = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo",
-                   "ttft:2000,tpot:50", "--requests", "12", "--output-len", "10",
+                   "ttft:2000,tpot:200", "--requests", "12", "--output-len", "6",
                    "--ignore-eos", "--warmup", "off", "--max-level", "16", "--json"])
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)
@@ -78,13 +80,13 @@ def test_search_on_a_server_whose_tpot_grows_with_load_finds_the_allowed_level(
     # every probe is a stored level of the result
     assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4, 8, 6, 5]
     p90 = {p["level"]: p["values_ms"]["tpot"] for p in search["probes"]}
-    assert p90[5] < 50 < p90[6]
+    assert p90[5] < 200 < p90[6]
     # and the table says so
-    table = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo", "tpot:50",
-                     "--requests", "6", "--output-len", "6", "--ignore-eos", "--warmup", "off",
+    table = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo", "tpot:200",
+                     "--requests", "6", "--output-len", "4", "--ignore-eos", "--warmup", "off",
                      "--max-level", "2"])
     assert table.code == 0, table.output
-    assert "capacity: concurrency 2 (P90 tpot ≤ 50 ms); --max-level 2 reached" in (
+    assert "capacity: concurrency 2 (P90 tpot ≤ 200 ms); --max-level 2 reached" in (
         " ".join(table.stdout.split()))
 
 

@@ -25,21 +25,22 @@ def test_a_sweep_ranks_its_points_by_capacity(run_cli: Run, tmp_path: Path) -> N
         "description: FAKE OpenAI-compatible server, TPOT grows with load; not vLLM\n"
         f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
         f"port: {free_port()}\n"
-        "args:\n  ttft-ms: 100\n  itl-ms: 5\n  itl-per-inflight-ms: 10\n"
+        "args:\n  ttft-ms: 100\n  itl-ms: 20\n  itl-per-inflight-ms: 40\n"
         "startup:\n  ready_timeout: 30\n  stall: 30\n")
     (project / "sweeps").mkdir()
-    # TPOT(c) = 5 + slope (c − 1) ms under an SLO of 50 ms: slope 20 → c 3, slope 10 → c 5
+    # TPOT(c) = 20 + slope (c − 1) ms under an SLO of 200 ms: slope 80 → c 3 (180; c 4: 260),
+    # slope 40 → c 5 (180; c 6: 220) — 20 ms from the SLO, more than a loaded machine adds
     (project / "sweeps" / "cap.yaml").write_text(
         f"base: fake-load\nhosts: [local]\nport: {free_port()}\nrank: capacity\n"
-        "grid:\n  args:\n    itl-per-inflight-ms: [20, 10]\n"
-        "bench:\n  search: concurrency\n  slo: 'ttft:3000,tpot:50'\n  max_level: 8\n"
-        "  requests: 10\n  output_len: 8\n  ignore_eos: true\n  warmup: 'off'\n")
+        "grid:\n  args:\n    itl-per-inflight-ms: [80, 40]\n"
+        "bench:\n  search: concurrency\n  slo: 'ttft:3000,tpot:200'\n  max_level: 8\n"
+        "  requests: 10\n  output_len: 5\n  ignore_eos: true\n  warmup: 'off'\n")
     res = run_cli(["sweep", "cap", "--json"], project=project)
     assert res.code == 0, res.output
     points = json.loads(res.stdout)["points"]
     caps = {p["values"]["args.itl-per-inflight-ms"]: p["capacity"] for p in points}
-    assert caps[20]["best_level"] == 3 and caps[10]["best_level"] == 5
-    assert caps[20]["limiting"] == "tpot" and caps[20]["mode"] == "concurrency"
+    assert caps[80]["best_level"] == 3 and caps[40]["best_level"] == 5
+    assert caps[80]["limiting"] == "tpot" and caps[80]["mode"] == "concurrency"
     table = run_cli(["sweep", "cap", "--resume"], project=project)
     assert table.code == 0, table.output
     rows = [ln for ln in table.stdout.splitlines() if "fake-load" in ln and "concurrency " in ln]
