@@ -108,8 +108,10 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
         note = e.get("message") or ""
         if e.get("status") == "skipped" and e.get("skip"):
             sk = e["skip"]
+            why = sk.get("run_id") or sk.get("rule") or ""
+            # a rule named after the signature it predicts is said once
             note = (f"{sk['reason']}: {sk.get('signature') or ''} "
-                    f"{sk.get('run_id') or sk.get('rule') or ''}").strip()
+                    f"{'' if why == sk.get('signature') else why}").strip()
         elif e.get("signature") and e.get("status") != "measured":
             note = f"{e['signature']}: {note}" if note else e["signature"]
         if e.get("stopped_early"):
@@ -120,8 +122,8 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
             # a failure's message would wrap into a narrow column, a word per line: the
             # cell names it, the whole message follows the table at full width
             notes.append(visible(f"#{e['index']} {e['name']}: {note}"))
-            note = (e.get("signature") or note[:_NOTE_CELL].rsplit(" ", 1)[0] + " …"
-                    ) + " (below)"
+            short = e.get("signature") or (e.get("skip") or {}).get("signature")
+            note = (short or note[:_NOTE_CELL].rsplit(" ", 1)[0] + " …") + " (below)"
         cap = e.get("capacity") if isinstance(e.get("capacity"), dict) else None
         best = _capacity(e)
         cap_cell = ((f"{cap.get('mode')} {best:g}" if best is not None else "none")

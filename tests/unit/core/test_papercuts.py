@@ -113,8 +113,15 @@ def test_a_failed_points_note_is_read_whole_below_the_table() -> None:
         {"index": 5, "name": "cpu-base@cpu-smoke-05", "host": "cpu", "status": "failed",
          "run_id": "7e951aaaaa-1", "signature": "batched-tokens-below-model-len",
          "message": LONG, "timings": {}}]}
+    doc["points"].append(
+        {"index": 6, "name": "cpu-base@cpu-smoke-06", "host": "cpu", "status": "skipped",
+         "skip": {"reason": "predicted", "rule": "batched-tokens-below-model-len",
+                  "signature": "batched-tokens-below-model-len", "message": LONG},
+         "timings": {}})
     out = _text(result_blocks(doc, "/state.json"))
     rows = out.splitlines()
+    assert rows[3].split()[-2:] == ["batched-tokens-below-model-len", "(below)"], out
+    assert "batched-tokens-below-model-len batched-tokens-below-model-len" not in out
     assert rows[2].split()[-2:] == ["batched-tokens-below-model-len", "(below)"], out
     assert rows[1].split()[3] == "measured"
     # the message in full, at the page's width, not a word per line in a narrow column
