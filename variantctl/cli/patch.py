@@ -125,8 +125,7 @@ def _diffs(env: Environment, report: RunReport) -> dict[str, str]:
 def _diff_json(env: Environment, report: RunReport) -> dict[str, Any]:
     diffs = _diffs(env, report)
     data = report.to_json()
-    for item in data["files"]:
-        item["diff"] = diffs.get(item["path"], "")
+    data["files"] = [{**f.to_json(), "diff": diffs.get(f.path, "")} for f in report.files]
     return data
 
 

@@ -12,7 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TypeAlias, TypedDict
+
+from variantctl.jsontypes import Json, JsonObject
 
 #: keys read from the engine config line (as printed by some vLLM version)
 CONFIG_KEYS = (
@@ -117,7 +119,11 @@ _ADDRESS = re.compile(
 )
 
 
-def parse_value(text: str) -> Any:
+#: a configuration value as the log prints it (see :func:`parse_value`)
+ConfigValue: TypeAlias = bool | int | float | str | None
+
+
+def parse_value(text: str) -> ConfigValue:
     """A config value as printed by vLLM -> bool/None/int/float/str."""
     if text in ("True", "False"):
         return text == "True"
@@ -143,7 +149,7 @@ class Facts:
     engine: str | None = None
     attention_backend: str | None = None
     #: effective configuration from the engine config line (key -> typed value)
-    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    config: Mapping[str, ConfigValue] = field(default_factory=lambda: MappingProxyType({}))
     gpu_blocks: int | None = None
     cpu_blocks: int | None = None
     kv_cache_tokens: int | None = None
@@ -161,18 +167,19 @@ class Facts:
     #: requested configuration, from ``args: Namespace(…)`` (V0) or ``non-default args:
     #: {…}`` (V1), under the engine config line's key names (``max_model_len`` ->
     #: ``max_seq_len``); None values (a flag left at its default) are not requests
-    requested: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    requested: Mapping[str, ConfigValue] = field(default_factory=lambda: MappingProxyType({}))
     #: keys whose requested and effective values differ (see :func:`config_differences`)
-    config_differences: tuple[Mapping[str, Any], ...] = ()
+    config_differences: tuple[Mapping[str, ConfigValue], ...] = ()
     #: keys nobody requested whose effective value is not the release's default (see
     #: :func:`default_differences`)
-    default_differences: tuple[Mapping[str, Any], ...] = ()
+    default_differences: tuple[Mapping[str, ConfigValue], ...] = ()
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> Json:
         """A fact by name: a field, or a key of the configuration: the effective value where
         the engine config line gave one, else the requested value."""
         if key in _FIELD_NAMES and key not in _MAPPINGS:
-            return getattr(self, key)
+            value: Json = getattr(self, key)  # a field by name: every field is JSON
+            return value
         if key in self.config:
             return self.config[key]
         return self.requested.get(key)
@@ -182,20 +189,23 @@ class Facts:
             return getattr(self, key) is not None
         return key in self.config or key in self.requested
 
-    def configuration(self) -> dict[str, Any]:
+    def configuration(self) -> dict[str, ConfigValue]:
         """Requested values overlaid with the effective ones (effective wins)."""
         return {**self.requested, **self.config}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The documented JSON shape (every key present, null when unknown)."""
-        out: dict[str, Any] = {}
+        mappings = {"config": self.config, "requested": self.requested}
+        differences = {"config_differences": self.config_differences,
+                       "default_differences": self.default_differences}
+        out: JsonObject = {}
         for name in _FIELD_NAMES:
-            value = getattr(self, name)
-            if name in _MAPPINGS:
-                value = dict(value)
-            elif name in ("config_differences", "default_differences"):
-                value = [dict(d) for d in value]
-            out[name] = value
+            if name in mappings:
+                out[name] = dict(mappings[name])
+            elif name in differences:
+                out[name] = [dict(d) for d in differences[name]]
+            else:
+                out[name] = getattr(self, name)  # the scalar fields, by name
         return out
 
 
@@ -203,8 +213,9 @@ _FIELD_NAMES = tuple(Facts.__dataclass_fields__)
 _MAPPINGS = ("config", "requested")
 
 
-def config_differences(requested: Mapping[str, Any], effective: Mapping[str, Any]
-                       ) -> tuple[dict[str, Any], ...]:
+def config_differences(requested: Mapping[str, ConfigValue],
+                       effective: Mapping[str, ConfigValue]
+                       ) -> tuple[dict[str, ConfigValue], ...]:
     """Every key both report with different values, as a finding: a flag the installed
     source overrides (the seed's fork hard-codes ``enforce_eager=True``) or a platform
     forces. ``auto`` requests (dtype, kv-cache dtype) are resolved, not overridden."""
@@ -234,7 +245,7 @@ DEFAULT_COMPARED = ("enforce_eager", "disable_custom_all_reduce", "tensor_parall
 PLATFORM_FORCED = {"cpu": frozenset({"disable_custom_all_reduce"})}
 
 
-def release_for(version: str | None, releases: Mapping[str, Any]) -> str | None:
+def release_for(version: str | None, releases: Mapping[str, object]) -> str | None:
     """The mined release whose defaults stand for ``version``: the newest one not newer
     than it (None: no version, or older than every mined release)."""
     want = _version_key(version) if version else None
@@ -255,9 +266,10 @@ def _version_key(version: str) -> tuple[int, ...] | None:
     return tuple(int(g or 0) for g in m.groups())
 
 
-def default_differences(requested: Mapping[str, Any], effective: Mapping[str, Any],
+def default_differences(requested: Mapping[str, ConfigValue],
+                        effective: Mapping[str, ConfigValue],
                         version: str | None, *, requested_seen: bool
-                        ) -> tuple[dict[str, Any], ...]:
+                        ) -> tuple[dict[str, ConfigValue], ...]:
     """Keys nobody requested whose effective value differs from the release's default.
 
     A V1 log lists only non-default arguments, so a source that hard-codes
@@ -292,7 +304,7 @@ def default_differences(requested: Mapping[str, Any], effective: Mapping[str, An
     return tuple(out)
 
 
-def _same_value(a: Any, b: Any) -> bool:
+def _same_value(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -300,13 +312,33 @@ def _same_value(a: Any, b: Any) -> bool:
     return str(a).removeprefix("torch.") == str(b).removeprefix("torch.")
 
 
+class _Values(TypedDict, total=False):
+    """The scalar facts a :class:`FactsBuilder` has read so far (:class:`Facts`' fields)."""
+
+    vllm_version: str
+    engine: str
+    attention_backend: str
+    gpu_blocks: int
+    cpu_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_concurrency_tokens: int
+    graph_capture_seconds: float
+    graph_capture_gib: float
+    model_load_seconds: float
+    engine_init_seconds: float
+    startup_seconds: float
+    server_address: str
+    config_line: int
+
+
 class FactsBuilder:
     """Accumulates facts from candidate lines; :meth:`snapshot` freezes them."""
 
     def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.config: dict[str, Any] = {}
-        self.requested: dict[str, Any] = {}
+        self.values: _Values = {}
+        self.config: dict[str, ConfigValue] = {}
+        self.requested: dict[str, ConfigValue] = {}
         #: an ``args: Namespace(…)`` / ``non-default args: {…}`` line was read
         self.requested_seen = False
         self.first_ts: dict[str, float] = {}

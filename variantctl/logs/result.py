@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
+from variantctl.jsontypes import JsonObject
 from variantctl.logs.facts import Facts
 
 SCHEMA = "variantctl.classify/1"
@@ -22,7 +22,7 @@ class Evidence:
     line: int
     text: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"line": self.line, "text": self.text}
 
 
@@ -48,7 +48,7 @@ class Match:
     def line(self) -> int:
         return self.evidence[0].line if self.evidence else 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "signature": self.signature,
             "title": self.title,
@@ -87,7 +87,7 @@ class Result:
     def decided(self) -> bool:
         return self.kind != "unknown"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The documented, stable JSON object for one log."""
         return {
             "schema": SCHEMA,

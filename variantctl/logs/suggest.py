@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from variantctl.logs.normalize import normalize, split_header
 from variantctl.logs.result import Result
@@ -37,12 +37,26 @@ _GENERAL = {
 }
 
 
+class SignatureEntry(TypedDict):
+    """A proposed ``signatures:`` entry, as it is written to YAML."""
+
+    id: str
+    title: str
+    kind: str
+    priority: int
+    keywords: list[str]
+    patterns: list[str]
+    message: str
+    remediation: str
+    examples: list[str]
+
+
 @dataclass(frozen=True)
 class Suggestion:
     """A signature proposal (the dict is the YAML entry), the line it came from and the
     startup phase the log was in."""
 
-    entry: dict[str, Any]
+    entry: SignatureEntry
     line: int
     text: str
     phase: str
@@ -137,7 +151,7 @@ def suggest(text: str, result: Result, *, quoted: bool = True) -> Suggestion | N
     words = re.findall(r"[a-z0-9]+", keyword)[:4]
     head = [cls.group("cls").lower()] if cls else []
     sig_id = "-".join([*head, *[w for w in words if w not in head]])[:48].strip("-") or "custom"
-    entry: dict[str, Any] = {
+    entry: SignatureEntry = {
         "id": sig_id,
         "title": message[:80],
         "kind": "failed",

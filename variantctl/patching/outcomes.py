@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonObject
 from variantctl.patching.states import ERROR, MISSING, OpState, combine
 
 
@@ -85,7 +85,7 @@ class FileOutcome:
     #: line of an error in the file, when known
     error_line: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "root": self.root,
             "module": self.module,
@@ -117,7 +117,7 @@ class RunReport:
     exit_code: int = ExitCode.OK
     dry_run: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "action": str(self.action),
             "patchset": self.patchset,

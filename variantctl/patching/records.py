@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
-from typing import Any
+
+from variantctl.jsontypes import JsonObject
 
 
 class Method(str, Enum):
@@ -47,8 +48,8 @@ class LedgerRecord:
     #: how a rollback restored the file (a :class:`Method` value; "" for an apply)
     method: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> JsonObject:
+        return asdict(self)  # every field is a str, bool or None
 
 
 def last_applied(records: Sequence[LedgerRecord], patchset: str, file: str

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 PRISTINE = "pristine"
 APPLIED = "applied"
@@ -31,7 +32,7 @@ class Found:
     #: ``from``, ``to`` or ``other``
     kind: str = "other"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"code": self.code, "line": self.line, "kind": self.kind}
 
 
@@ -65,7 +66,7 @@ class OpState:
     def line(self) -> int | None:
         return self.found[0].line if self.found else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.op_id,
             "op": self.kind,
@@ -78,17 +79,44 @@ class OpState:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> OpState:
+    def from_json(cls, data: JsonMapping) -> OpState:
+        """The state a cache entry stored (``targets/statecache.py``); ``KeyError`` or
+        ``TypeError`` for an entry of another shape (the cache then parses the file again)."""
+        found = data["found"]
+        if not isinstance(found, list) or not all(isinstance(f, dict) for f in found):
+            raise TypeError("found: expected a list of objects")
         return cls(
-            op_id=data["id"],
-            kind=data["op"],
-            description=data["description"],
-            state=data["state"],
-            from_=data["from"],
-            to=data["to"],
-            found=tuple(Found(f["code"], f["line"], f["kind"]) for f in data["found"]),
-            reason=data["reason"],
+            op_id=_text(data, "id"),
+            kind=_text(data, "op"),
+            description=_text(data, "description"),
+            state=_text(data, "state"),
+            from_=_text_or_none(data, "from"),
+            to=_text_or_none(data, "to"),
+            found=tuple(Found(_text(f, "code"), _int_or_none(f, "line"), _text(f, "kind"))
+                        for f in found),
+            reason=_text(data, "reason"),
         )
+
+
+def _text(data: JsonMapping, key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key}: expected a string")
+    return value
+
+
+def _text_or_none(data: JsonMapping, key: str) -> str | None:
+    value = data[key]
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{key}: expected a string or null")
+    return value
+
+
+def _int_or_none(data: JsonMapping, key: str) -> int | None:
+    value = data[key]
+    if value is not None and type(value) is not int:
+        raise TypeError(f"{key}: expected an integer or null")
+    return value
 
 
 def combine(states: Iterable[str]) -> str:

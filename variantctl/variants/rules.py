@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.variants.flags import (
     ENV_VERSIONS,
     FLAG_VERSIONS,
@@ -74,7 +75,7 @@ class Finding:
     signature: str | None
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"severity": self.severity, "rule": self.rule, "variant": self.variant,
                 "signature": self.signature, "message": self.message}
 
