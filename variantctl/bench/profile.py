@@ -27,6 +27,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from variantctl.bench.profiledata import Event, breakdown, chrome_trace, parse_l
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
@@ -147,13 +149,13 @@ class Collector:
         return level
 
 
-def summaries(collector: Collector) -> list[dict[str, Any]]:
+def summaries(collector: Collector) -> list[JsonObject]:
     """One breakdown per level, labelled."""
     return [{"level": lv.label, "concurrency": lv.concurrency, "repeat": lv.repeat,
              **breakdown(lv.events, dropped=lv.dropped)} for lv in collector.levels]
 
 
-def raw_document(collector: Collector, variant: str, when: str) -> dict[str, Any]:
+def raw_document(collector: Collector, variant: str, when: str) -> JsonObject:
     """What goes into the run record: breakdowns and every raw event."""
     return {"schema": "variantctl.profile-run/1", "variant": variant, "when": when,
             "directory": collector.directory, "levels": [
@@ -169,7 +171,7 @@ def trace_from_document(doc: dict[str, Any]) -> dict[str, Any]:
                          for lv in doc.get("levels", [])])
 
 
-def store(collector: Collector, record: ServerRecord, variant: str, when: Any, *,
+def store(collector: Collector, record: ServerRecord, variant: str, when: datetime, *,
           runs_root: Path) -> Path | None:
     """``profile-<stamp>.json`` in the launch's run directory, listed in its run.json (None
     when it has none here, or when the launch is another project's: never written
@@ -191,7 +193,7 @@ def write_trace(collector: Collector, path: Path) -> None:
     write_trace_file(path, trace, "--profile-trace")
 
 
-def write_trace_file(path: Path, trace: dict[str, Any], option: str) -> None:
+def write_trace_file(path: Path, trace: JsonMapping, option: str) -> None:
     """Write a Chrome trace atomically; an OSError is one error naming ``option``."""
     from variantctl.runs.store import write_local_atomic
 

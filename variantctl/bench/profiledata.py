@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from variantctl.jsontypes import Json, JsonObject
+
 SCHEMA = "variantctl.profile/1"
 
 
@@ -42,12 +44,12 @@ class Event:
     def end_ns(self) -> int:
         return self.start_ns + self.dur_ns
 
-    def to_json(self) -> list[Any]:
+    def to_json(self) -> list[Json]:
         return [self.name, self.start_ns, self.dur_ns, self.pid, self.tid, self.parent,
                 self.depth]
 
     @classmethod
-    def from_json(cls, data: Sequence[Any]) -> Event:
+    def from_json(cls, data: Sequence[Any]) -> Event:  # a stored row, read as written
         name, start, dur, pid, tid, parent, depth = data
         return cls(str(name), int(start), int(dur), int(pid), int(tid),
                    None if parent is None else str(parent), int(depth))
@@ -108,7 +110,7 @@ def _gaps(steps: Iterable[Event]) -> list[int]:
     return gaps
 
 
-def breakdown(events: Sequence[Event], *, dropped: int = 0) -> dict[str, Any]:
+def breakdown(events: Sequence[Event], *, dropped: int = 0) -> JsonObject:
     """The per-point breakdown of one level's events (a JSON-ready dict)."""
     by_name: dict[str, list[Event]] = defaultdict(list)
     for e in events:
@@ -123,7 +125,7 @@ def breakdown(events: Sequence[Event], *, dropped: int = 0) -> dict[str, Any]:
     for e in events:
         if e.parent is not None:
             child_time[e.parent] += e.dur_ns
-    points = []
+    points: list[JsonObject] = []
     for name, evs in sorted(by_name.items(), key=lambda kv: -totals[kv[0]]):
         durs = sorted(e.dur_ns for e in evs)
         parent = parents[name]
@@ -141,13 +143,13 @@ def breakdown(events: Sequence[Event], *, dropped: int = 0) -> dict[str, Any]:
             # core) have no parent in their stack: their share of the step's time
             "share_of_step": (totals[name] / totals[step]) if step and totals[step] else None,
         })
-    unaccounted = [
+    unaccounted: list[JsonObject] = [
         {"parent": name, "total_s": max(0, totals[name] - child_time[name]) / 1e9,
          "share_of_parent": max(0, totals[name] - child_time[name]) / totals[name]
          if totals[name] else 0.0}
         for name in sorted(child_time, key=lambda n: -totals.get(n, 0)) if name in totals
     ]
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "schema": SCHEMA,
         "events": len(events),
         "dropped": dropped,
@@ -174,14 +176,14 @@ def breakdown(events: Sequence[Event], *, dropped: int = 0) -> dict[str, Any]:
     return out
 
 
-def chrome_trace(levels: Sequence[tuple[str, Sequence[Event]]]) -> dict[str, Any]:
+def chrome_trace(levels: Sequence[tuple[str, Sequence[Event]]]) -> JsonObject:
     """A Chrome trace (``chrome://tracing`` / Perfetto "JSON trace") of the events.
 
     Complete events (``ph: X``) in microseconds of the host's monotonic clock, one
     track per process and thread; each level is an instant marker (``ph: i``) at its
     first event, named by its label.
     """
-    trace: list[dict[str, Any]] = []
+    trace: list[JsonObject] = []
     pids: set[int] = set()
     for label, events in levels:
         if events:

@@ -34,6 +34,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -47,6 +48,7 @@ from variantctl.benchparams import BenchParams
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonObject
 from variantctl.logs.model import Catalog
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
@@ -141,9 +143,12 @@ class ColdLevels:
         return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOutcome:
-    """What one target's run produced (the CLI renders it and picks the exit code)."""
+    """What one target's run produced (the CLI renders it and picks the exit code).
+
+    Built once: :func:`measure` gives the run's own outcome; the CLI adds where it was
+    stored and the ``--profile`` breakdowns with :func:`dataclasses.replace`."""
 
     label: str
     result: BenchResult
@@ -151,7 +156,7 @@ class RunOutcome:
     death: ServerDeath | None = None
     interrupted: bool = False
     #: ``bench --profile``: one breakdown per level (variantctl.bench.profile)
-    profile: list[dict[str, Any]] | None = None
+    profile: tuple[JsonObject, ...] | None = None
 
     @property
     def failed_levels(self) -> list[LevelResult]:
@@ -503,7 +508,7 @@ def _restore_sigint(loop: asyncio.AbstractEventLoop) -> None:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def store_result(outcome: RunOutcome, record: ServerRecord | None, when: Any, *,
+def store_result(outcome: RunOutcome, record: ServerRecord | None, when: datetime, *,
                  runs_root: Path) -> Path | None:
     """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json (None
     without one, or when the launch is another project's: never written through)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,18 +98,19 @@ def _bench_variant(project: Project, params: BenchParams, variant: str, host_nam
     if collector is not None:
         from variantctl.cli.profileflow import after_profiled_run
 
-        after_profiled_run(env, collector, outcome, record, store=store, trace=trace,
-                           several=several)
+        outcome = after_profiled_run(env, collector, outcome, record, store=store,
+                                     trace=trace, several=several)
     if store:
-        outcome.stored = store_result(outcome, record, env.now(), runs_root=env.runs_dir)
-        if outcome.stored is None:
-            from variantctl.launch.servers import foreign_owner
+        stored = store_result(outcome, record, env.now(), runs_root=env.runs_dir)
+        if stored is not None:
+            return replace(outcome, stored=stored)
+        from variantctl.launch.servers import foreign_owner
 
-            where = foreign_owner(record, env.runs_dir) or (
-                f"its launch's run directory {record.run_dir} is not on this machine"
-                if record.run_dir else "its record names no run directory")
-            env.stderr.print(f"{variant}: result not stored: {where} (use --json or "
-                             "--export-vllm to keep it)", markup=False, highlight=False)
+        where = foreign_owner(record, env.runs_dir) or (
+            f"its launch's run directory {record.run_dir} is not on this machine"
+            if record.run_dir else "its record names no run directory")
+        env.stderr.print(f"{variant}: result not stored: {where} (use --json or "
+                         "--export-vllm to keep it)", markup=False, highlight=False)
     return outcome
 
 

@@ -9,6 +9,7 @@ and decides what is said where (stderr notes, tables on stdout), so
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,12 +85,12 @@ def _relaunch(project: Project, target: Target, host: Host, variant: str,
 
 def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutcome,
                        record: ServerRecord, *,
-                       store: bool, trace: Path | None, several: bool) -> None:
-    """Breakdowns onto the outcome; raw events into the run record; the trace file."""
+                       store: bool, trace: Path | None, several: bool) -> RunOutcome:
+    """The outcome with its breakdowns; raw events into the run record; the trace file."""
     from variantctl.bench import profile
     from variantctl.bench.profile import empty_hint
 
-    outcome.profile = profile.summaries(collector)
+    outcome = replace(outcome, profile=tuple(profile.summaries(collector)))
     if not any(lv.events for lv in collector.levels):
         _say(env, "warning: " + empty_hint(outcome.label, collector.directory))
     if store:
@@ -102,6 +103,7 @@ def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutco
             if several else trace
         profile.write_trace(collector, own)
         _say(env, f"{outcome.label}: Chrome trace written {own}")
+    return outcome
 
 
 def print_profiles(env: Environment, outcomes: Sequence[RunOutcome]) -> None:
