@@ -13,11 +13,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 ENDPOINTS = ("chat", "completions")
 BUILTIN_PROMPTS = ("short", "tools", "random")
@@ -263,10 +263,10 @@ class BenchParams:
             return None
         return self.requests if self.requests is not None else 100
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """A JSON-safe dict (``inf`` as the string ``"inf"``), stable key order for hashing
         (keys added later appear only when they matter, so older params hash the same)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "endpoint": self.endpoint,
             "model": self.model,
             "prompt": self.prompt,
@@ -309,7 +309,7 @@ class BenchParams:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchParams:
+    def from_json(cls, data: JsonMapping) -> BenchParams:
         return cls.from_fields(Fields(data, "params"))
 
     @classmethod

@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.benchparams import BenchParams, dataset_spec
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import JsonObject
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ class Profile:
             return f"rate {self.rate:g} req/s"
         return "concurrency" + ("" if math.isinf(self.rate) else f" at {self.rate:g} req/s")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind,
-                               "rate": "inf" if math.isinf(self.rate) else self.rate}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"kind": self.kind,
+                           "rate": "inf" if math.isinf(self.rate) else self.rate}
         if self.kind == "ramp-up":
             out |= {"ramp": self.ramp, "ramp_start": self.ramp_start,
                     "ramp_end": self.ramp_end}

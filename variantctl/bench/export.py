@@ -21,11 +21,11 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from variantctl.bench.metrics import stats
 from variantctl.bench.model import LevelResult, Stats
 from variantctl.benchparams import BenchParams
+from variantctl.jsontypes import JsonObject
 
 PERCENTILES = (10, 50, 90, 99)
 TEMPERATURE_NOTE = (
@@ -35,7 +35,7 @@ TEMPERATURE_NOTE = (
 _BACKEND = {"chat": "openai-chat", "completions": "openai"}
 
 
-def _metric(out: dict[str, Any], name: str, s: Stats) -> None:
+def _metric(out: JsonObject, name: str, s: Stats) -> None:
     out[f"mean_{name}_ms"] = s.mean
     out[f"median_{name}_ms"] = s.median
     out[f"std_{name}_ms"] = s.std
@@ -44,13 +44,13 @@ def _metric(out: dict[str, Any], name: str, s: Stats) -> None:
 
 
 def vllm_result(level: LevelResult, params: BenchParams, *, model: str,
-                date: datetime | None = None) -> dict[str, Any]:
+                date: datetime | None = None) -> JsonObject:
     """The dict ``vllm bench serve`` would have saved for this level."""
     m = level.metrics
     reqs = level.requests
     backend = _BACKEND[params.endpoint]
     rate = level.profile.rate if level.profile is not None else params.request_rate
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "date": (date or datetime.now()).strftime("%Y%m%d-%H%M%S"),
         "endpoint_type": backend,
         "backend": backend,

@@ -27,10 +27,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from variantctl.errors import TargetError
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.targets.base import Target
 
 #: the fields the issue asks for, in the order ``nvidia-smi`` prints them
@@ -127,7 +127,7 @@ class Stat:
         return {"avg": _r(self.avg), "max": _r(self.max), "avg_busy": _r(self.avg_busy)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Stat:
+    def from_json(cls, data: JsonMapping) -> Stat:
         return cls.from_fields(Fields(data, "gpu stat"))
 
     @classmethod
@@ -160,7 +160,7 @@ class GpuDevice:
     mem_total_mib: float | None
     power_limit_w: float | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "index": self.index,
             "samples": self.samples,
@@ -171,7 +171,7 @@ class GpuDevice:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GpuDevice:
+    def from_json(cls, data: JsonMapping) -> GpuDevice:
         return cls.from_fields(Fields(data, "gpu"))
 
     @classmethod
@@ -201,7 +201,7 @@ class GpuSummary:
     failed_queries: int = 0
     last_error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "available": self.available,
             "monitor": self.monitor,
@@ -215,7 +215,7 @@ class GpuSummary:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GpuSummary:
+    def from_json(cls, data: JsonMapping) -> GpuSummary:
         return cls.from_fields(Fields(data, "gpu"))
 
     @classmethod

@@ -18,6 +18,7 @@ from variantctl.bench.arrival import Profile
 from variantctl.bench.search import SearchResult
 from variantctl.benchparams import BenchParams
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 if TYPE_CHECKING:  # the attachments (bench.gpu, bench.promscrape): types only here
     from variantctl.bench.gpu import GpuSummary
@@ -81,7 +82,7 @@ class RequestResult:
     def end_s(self) -> float:
         return self.start_s + self.latency_s
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "index": self.index,
             "ok": self.ok,
@@ -100,7 +101,7 @@ class RequestResult:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RequestResult:
+    def from_json(cls, data: JsonMapping) -> RequestResult:
         return cls.from_fields(Fields(data, "request"))
 
     @classmethod
@@ -142,11 +143,11 @@ class Stats:
     p90: float = 0.0
     p99: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Stats:
+    def from_json(cls, data: JsonMapping) -> Stats:
         return cls.from_fields(Fields(data, "stats"))
 
     @classmethod
@@ -183,7 +184,7 @@ class SteadyWindow:
     def output_throughput(self) -> float:
         return self.output_tokens / self.duration_s if self.duration_s > 0 else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "threshold": self.threshold,
             "start_s": self.start_s,
@@ -199,7 +200,7 @@ class SteadyWindow:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SteadyWindow:
+    def from_json(cls, data: JsonMapping) -> SteadyWindow:
         return cls.from_fields(Fields(data, "steady"))
 
     @classmethod
@@ -249,7 +250,7 @@ class LevelMetrics:
         total = self.completed + self.failed
         return self.completed / total if total else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "concurrency": self.concurrency,
             "duration_s": self.duration_s,
@@ -277,7 +278,7 @@ class LevelMetrics:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LevelMetrics:
+    def from_json(cls, data: JsonMapping) -> LevelMetrics:
         return cls.from_fields(Fields(data, "metrics"))
 
     @classmethod
@@ -319,7 +320,7 @@ class WarmupResult:
     duration_s: float
     errors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "requests": self.requests,
             "concurrency": self.concurrency,
@@ -329,7 +330,7 @@ class WarmupResult:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> WarmupResult:
+    def from_json(cls, data: JsonMapping) -> WarmupResult:
         return cls.from_fields(Fields(data, "warmup"))
 
     @classmethod
@@ -367,7 +368,7 @@ class LevelResult:
     def all_failed(self) -> bool:
         return bool(self.requests) and self.metrics.completed == 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "concurrency": self.concurrency,
             "repeat": self.repeat,
@@ -384,7 +385,7 @@ class LevelResult:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LevelResult:
+    def from_json(cls, data: JsonMapping) -> LevelResult:
         return cls.from_fields(Fields(data, "level"))
 
     @classmethod
@@ -414,7 +415,7 @@ def _profile_from_fields(f: Fields | None) -> Profile | None:
     return None if f is None or not f.data else Profile.from_fields(f)
 
 
-def _attachment_json(value: GpuSummary | ServerMetricsSummary | None) -> Any:
+def _attachment_json(value: GpuSummary | ServerMetricsSummary | None) -> JsonObject | None:
     return None if value is None else value.to_json()
 
 
@@ -443,11 +444,11 @@ class Target:
     host: str | None = None
     model: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"url": self.url, "variant": self.variant, "host": self.host, "model": self.model}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Target:
+    def from_json(cls, data: JsonMapping) -> Target:
         return cls.from_fields(Fields(data, "target"))
 
     @classmethod
@@ -476,7 +477,7 @@ class BenchResult:
         """
         return tpot_increase(self.levels)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "schema": SCHEMA,
             "started_at": self.started_at,

@@ -27,11 +27,11 @@ import contextlib
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 Labels = tuple[tuple[str, str], ...]
 #: metric name -> [(labels, value)]
@@ -165,7 +165,7 @@ class Gauge:
         return {"avg": _r(self.avg), "max": _r(self.max)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Gauge:
+    def from_json(cls, data: JsonMapping) -> Gauge:
         return cls.from_fields(Fields(data, "gauge"))
 
     @classmethod
@@ -212,7 +212,7 @@ class ServerMetricsSummary:
     preemptions: float | None = None
     last_error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "available": self.available,
             "reason": self.reason,
@@ -229,7 +229,7 @@ class ServerMetricsSummary:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ServerMetricsSummary:
+    def from_json(cls, data: JsonMapping) -> ServerMetricsSummary:
         return cls.from_fields(Fields(data, "server_metrics"))
 
     @classmethod

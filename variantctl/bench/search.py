@@ -21,11 +21,12 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.bench.arrival import Level, Profile
 from variantctl.benchparams import BenchParams
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import JsonObject
 
 if TYPE_CHECKING:  # model.py holds a SearchResult: types only here
     from variantctl.bench.model import LevelResult
@@ -65,7 +66,7 @@ class Probe:
     values: Mapping[str, float]
     limiting: str | None  # the SLO metric furthest over its limit, or "errors"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"level": self.level, "passed": self.passed,
                 "values_ms": {k: (None if math.isnan(v) else v) for k, v in self.values.items()},
                 "limiting": self.limiting}
@@ -102,7 +103,7 @@ class SearchResult:
     limiting: str | None  # what stopped the next level up (None: max level reached)
     probes: tuple[Probe, ...] = field(default=())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"mode": self.mode, "slo_ms": dict(self.slo), "percentile": self.percentile,
                 "max_level": self.max_level, "best_level": self.best_level,
                 "limiting": self.limiting, "probes": [p.to_json() for p in self.probes]}

@@ -77,7 +77,7 @@ class ServerDeath:
     tail: tuple[str, ...] = ()
     log: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self) | {"tail": list(self.tail)}
 
 

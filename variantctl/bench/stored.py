@@ -7,13 +7,12 @@ this module builds the frozen result from it, validated: a damaged file is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from variantctl.bench.model import BenchResult
+from variantctl.jsontypes import JsonMapping
 from variantctl.runs.run import thaw
 from variantctl.runs.store import RunStore
 
@@ -25,7 +24,7 @@ class StoredBench:
 
     name: str
     result: BenchResult
-    server_death: Mapping[str, Any] | None = None
+    server_death: JsonMapping | None = None
 
 
 def read_benchmark(store: RunStore, run_dir: Path, name: str) -> StoredBench:

@@ -8,7 +8,7 @@ The schemas are ordinary OpenAI function tools, built from a compact table.
 
 from __future__ import annotations
 
-from typing import Any
+from variantctl.jsontypes import JsonObject
 
 SYSTEM = (
     "You are a coding agent working in a Linux workspace. Use the tools to inspect and "
@@ -111,13 +111,13 @@ _TABLE: tuple[tuple[str, str, tuple[tuple[str, str, str], ...], tuple[str, ...]]
 )
 
 
-def tools() -> list[dict[str, Any]]:
+def tools() -> list[JsonObject]:
     """The 29 tool schemas in OpenAI's function-tool form."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for name, description, params, required in _TABLE:
-        properties: dict[str, Any] = {}
+        properties: JsonObject = {}
         for pname, ptype, pdesc in params:
-            prop: dict[str, Any] = {"type": ptype, "description": pdesc}
+            prop: JsonObject = {"type": ptype, "description": pdesc}
             if ptype == "array":
                 prop["items"] = {"type": "string"}
             properties[pname] = prop

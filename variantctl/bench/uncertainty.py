@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.bench import stats
 from variantctl.bench.metrics import percentile
 from variantctl.bench.model import LevelResult, RequestResult, Stats
+from variantctl.jsontypes import JsonObject
 
 #: fewer repeats than this: the interval is a bootstrap over requests (marked)
 MIN_REPEATS = 3
@@ -149,7 +149,7 @@ class FigureCI:
         """``*``: fewer than 3 repeats (bootstrap over requests); ``!``: < 20 requests."""
         return ("*" if self.few_repeats else "") + ("!" if self.few_requests else "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         iv = self.interval
         return {"estimate": iv.estimate, "ci95": [_finite(iv.lo), _finite(iv.hi)],
                 "half_width_pct": _finite(iv.half_width_pct),
@@ -244,7 +244,7 @@ class MetricTest:
             return None
         return (self.difference.delta_pct > 0) == HEADLINES[self.metric].higher_is_better
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """Exactly the row the brief fixes (docs/report.md: compare --json)."""
         d = self.difference
         delta = self.delta_pct
@@ -325,7 +325,7 @@ def until_ci_done(levels: Sequence[LevelResult], pct: float) -> bool:
             and ci.interval.half_width_pct < pct)
 
 
-def intervals_json(intervals: Mapping[str, FigureCI]) -> dict[str, Any]:
+def intervals_json(intervals: Mapping[str, FigureCI]) -> JsonObject:
     return {name: ci.to_json() for name, ci in intervals.items()}
 
 
@@ -358,7 +358,7 @@ class UntilCi:
         return (f"concurrency {self.concurrency}: gave up — throughput CI {got} after "
                 f"{self.repeats} repeats, not under ±{self.target_pct:g} % ({why})")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"target_pct": self.target_pct, "repeats": self.repeats,
                 "half_width_pct": self.half_width_pct, "reached": self.reached}
 
@@ -374,13 +374,13 @@ def until_ci_outcomes(levels: Sequence[LevelResult], pct: float) -> list[UntilCi
 
 
 def levels_json(levels: Sequence[LevelResult], until_ci: float | None = None
-                ) -> list[dict[str, Any]]:
+                ) -> list[JsonObject]:
     """``bench --json``'s ``intervals``: per concurrency, each headline figure's interval."""
     outcomes = {u.concurrency: u for u in until_ci_outcomes(levels, until_ci)} \
         if until_ci is not None else {}
     out = []
     for c, lvs in by_concurrency(levels):
-        doc: dict[str, Any] = {"concurrency": c,
+        doc: JsonObject = {"concurrency": c,
                                "figures": intervals_json(point_intervals(lvs))}
         if c in outcomes:
             doc["until_ci"] = outcomes[c].to_json()
