@@ -10,9 +10,10 @@ TypeError or an AttributeError later, in a renderer.
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeGuard
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
@@ -25,10 +26,16 @@ class StoredFileError(VariantctlError):
     exit_code = ExitCode.USAGE
 
 
-_MISSING: Any = object()
+class _Missing(enum.Enum):
+    """The one "no default given" marker (an enum member, so it has a type)."""
+
+    MISSING = 0
 
 
-def kind_of(value: Any) -> str:
+_MISSING: Final = _Missing.MISSING
+
+
+def kind_of(value: object) -> str:
     """The JSON name of a value's type (``null``, ``a string``, ...), for messages."""
     if value is None:
         return "null"
@@ -45,7 +52,7 @@ def kind_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -56,14 +63,15 @@ class Fields:
     a list getter (``objs``, ``numbers``) says the same.
     """
 
-    REQUIRED: Any = _MISSING
+    REQUIRED: Final = _MISSING
 
-    def __init__(self, data: Any, source: str, path: str = ""):
+    def __init__(self, data: object, source: str, path: str = ""):
         if not isinstance(data, Mapping):
             if not path:
                 raise StoredFileError(f"{source}: expected a JSON object, got {kind_of(data)}")
             raise StoredFileError(f"{source}: field '{path}' should be an object, "
                                   f"got {kind_of(data)}")
+        # what json.loads gave: the one boundary left untyped; the getters narrow it
         self.data: Mapping[str, Any] = data
         self.source = source
         self.path = path
@@ -75,7 +83,7 @@ class Fields:
         """An error about field ``key`` (``what`` says what is wrong with it)."""
         return StoredFileError(f"{self.source}: field '{self.name(key)}' {what}")
 
-    def _get(self, key: str, default: Any) -> Any:
+    def _get(self, key: str, default: object) -> object:
         value = self.data.get(key, _MISSING)
         if value is _MISSING:
             if default is _MISSING:
@@ -83,7 +91,7 @@ class Fields:
             return default
         return value
 
-    def _bad(self, key: str, what: str, value: Any) -> StoredFileError:
+    def _bad(self, key: str, what: str, value: object) -> StoredFileError:
         return self.error(key, f"should be {what}, got {kind_of(value)}")
 
     def has(self, key: str) -> bool:
@@ -91,7 +99,7 @@ class Fields:
 
     # -- scalars -------------------------------------------------------------
 
-    def text(self, key: str, default: Any = _MISSING) -> str:
+    def text(self, key: str, default: str | _Missing = _MISSING) -> str:
         value = self._get(key, default)
         if not isinstance(value, str):
             raise self._bad(key, "a string", value)
@@ -103,7 +111,7 @@ class Fields:
             raise self._bad(key, "a string or null", value)
         return value
 
-    def integer(self, key: str, default: Any = _MISSING) -> int:
+    def integer(self, key: str, default: int | _Missing = _MISSING) -> int:
         value = self._get(key, default)
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -115,7 +123,7 @@ class Fields:
         value = self._get(key, None)
         return None if value is None else self.integer(key)
 
-    def number(self, key: str, default: Any = _MISSING) -> float:
+    def number(self, key: str, default: float | _Missing = _MISSING) -> float:
         """A number; ``"inf"``, ``"-inf"`` and ``"nan"`` too (JSON has none: the writers
         store them as strings)."""
         return _number(self._get(key, default), lambda what, v: self._bad(key, what, v))
@@ -124,7 +132,7 @@ class Fields:
         value = self._get(key, None)
         return None if value is None else self.number(key)
 
-    def flag(self, key: str, default: Any = _MISSING) -> bool:
+    def flag(self, key: str, default: bool | _Missing = _MISSING) -> bool:
         value = self._get(key, default)
         if not isinstance(value, bool):
             raise self._bad(key, "true or false", value)
@@ -139,7 +147,8 @@ class Fields:
         value = self._get(key, None)
         return None if value is None else Fields(value, self.source, self.name(key))
 
-    def mapping(self, key: str, default: Any = _MISSING) -> Mapping[str, Any]:
+    def mapping(self, key: str,
+                default: Mapping[str, object] | _Missing = _MISSING) -> Mapping[str, Any]:
         value = self._get(key, default)
         if not isinstance(value, Mapping):
             raise self._bad(key, "an object", value)
@@ -151,18 +160,18 @@ class Fields:
             raise self._bad(key, "an object or null", value)
         return value
 
-    def items(self, key: str, default: Any = ()) -> Sequence[Any]:
+    def items(self, key: str, default: Sequence[object] | _Missing = ()) -> Sequence[Any]:
         value = self._get(key, default)
         if not isinstance(value, (list, tuple)):
             raise self._bad(key, "a list", value)
         return value
 
-    def objs(self, key: str, default: Any = ()) -> list[Fields]:
+    def objs(self, key: str, default: Sequence[object] | _Missing = ()) -> list[Fields]:
         """A list of objects, each with its index in its path (``levels[2]``)."""
         return [Fields(item, self.source, f"{self.name(key)}[{i}]")
                 for i, item in enumerate(self.items(key, default))]
 
-    def texts(self, key: str, default: Any = ()) -> tuple[str, ...]:
+    def texts(self, key: str, default: Sequence[object] | _Missing = ()) -> tuple[str, ...]:
         out = []
         for i, item in enumerate(self.items(key, default)):
             if not isinstance(item, str):
@@ -170,11 +179,9 @@ class Fields:
             out.append(item)
         return tuple(out)
 
-    def numbers(self, key: str, default: Any = ()) -> tuple[float, ...]:
-        return tuple(
-            _number(v, lambda what, got, i=i: self.error(f"{key}[{i}]",
-                                                          f"should be {what}, got {kind_of(got)}"))
-            for i, v in enumerate(self.items(key, default)))
+    def numbers(self, key: str, default: Sequence[object] | _Missing = ()) -> tuple[float, ...]:
+        return tuple(_number(v, self._bad_at(f"{key}[{i}]"))
+                     for i, v in enumerate(self.items(key, default)))
 
     def counts(self, key: str) -> dict[str, int]:
         """An object of integers (``{"http 500": 3}``); absent is empty."""
@@ -187,12 +194,15 @@ class Fields:
 
     def number_map(self, key: str) -> dict[str, float]:
         """An object of numbers; absent is empty."""
-        return {str(k): _number(v, lambda what, got, k=k: self.error(
-                    f"{key}.{k}", f"should be {what}, got {kind_of(got)}"))
+        return {str(k): _number(v, self._bad_at(f"{key}.{k}"))
                 for k, v in self.mapping(key, {}).items()}
 
+    def _bad_at(self, field: str) -> Callable[[str, object], StoredFileError]:
+        """The error for a bad item ``field`` (``key[i]``, ``key.k``) of a container."""
+        return lambda what, got: self.error(field, f"should be {what}, got {kind_of(got)}")
 
-def _number(value: Any, bad: Any) -> float:
+
+def _number(value: object, bad: Callable[[str, object], StoredFileError]) -> float:
     if _is_number(value):
         return float(value)
     if isinstance(value, str) and value in ("inf", "-inf", "nan"):

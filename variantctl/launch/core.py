@@ -59,7 +59,7 @@ from variantctl.runs.identity import (
     unresolved_launch_key,
 )
 from variantctl.runs.record import HostLayout, ServerRecord, stamp_of
-from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict, thaw
+from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict
 from variantctl.runs.store import RunDir, RunStore
 from variantctl.targets.base import Target
 from variantctl.variants.model import ResolvedVariant
@@ -537,16 +537,9 @@ def watch_variant(
     if previous is not None:
         draft.key, draft.created_at = previous.key, previous.created_at
         draft.script = previous.script
-        draft.timings = dict(thaw(previous.timings))
+        draft.timings = dict(previous.timings)
         draft.findings = previous.preflight
-        draft.patches = tuple(
-            PatchState(n, MappingProxyType(dict(p.get("roots") or {})),
-                       tuple(MappingProxyType(dict(f)) for f in p.get("files") or ()),
-                       required=bool(p.get("required")),
-                       error=None if p.get("error") is None else str(p["error"]),
-                       fingerprint=None if p.get("fingerprint") is None
-                       else str(p["fingerprint"]))
-            for n, p in previous.patches.items())
+        draft.patches = tuple(PatchState.from_json(n, p) for n, p in previous.patches.items())
     else:
         when = ctx.now()
         draft.key = (launch_key(variant, host) if variant

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from variantctl.logs.bounded import visible
-from variantctl.runs.run import RunFileError, RunRecord
+from variantctl.runs.run import RunFileError, RunRecord, as_object
 from variantctl.runs.store import RunDir
 
 #: facts shown in the listing (the full set is in ``runs show`` and the JSON)
@@ -18,7 +18,7 @@ def summary_json(d: RunDir, rec: RunRecord | RunFileError) -> dict[str, Any]:
         return {"run_id": d.run_id, "dir": str(d.path), "variant": d.variant,
                 "error": rec.to_json()}
     facts = {k: rec.facts[k] for k in _FACTS if rec.facts.get(k) is not None}
-    config = rec.facts.get("config") or {}
+    config = as_object(rec.facts.get("config"))
     for key in ("enforce_eager", "max_seq_len"):
         if key in config:
             facts[key] = config[key]
@@ -80,16 +80,16 @@ def run_lines(d: RunDir, rec: RunRecord) -> list[str]:
     for m in rec.expect:
         lines.append(f"expect FAIL {m.key}: expected {m.expected!r} "
                      f"({m.source}), log says {m.actual!r}")
-    config = rec.facts.get("config") or {}
+    config = as_object(rec.facts.get("config"))
     facts = {k: v for k, v in rec.facts.items() if k != "config" and v not in (None, {}, [])}
     if facts:
         lines.append("facts: " + ", ".join(f"{k}={val}" for k, val in facts.items()))
     if config:
         lines.append("config: " + ", ".join(f"{k}={val}" for k, val in config.items()))
     for name, p in rec.patches.items():
-        roots = ", ".join(f"{r}: {s}" for r, s in (p.get("roots") or {}).items())
+        roots = ", ".join(f"{r}: {s}" for r, s in as_object(p.get("roots")).items())
         lines.append(f"patch {name}: {roots}")
-    origins = rec.variant.get("origins") or {}
+    origins = as_object(rec.variant.get("origins"))
     derived = {k: o for k, o in origins.items() if not str(o).endswith(tuple("0123456789"))}
     if derived:
         lines.append("derived values: " + ", ".join(f"{k} ({o})" for k, o in derived.items()))

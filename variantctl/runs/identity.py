@@ -43,10 +43,12 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from variantctl.benchparams import BenchParams
 from variantctl.hostmodel import Host, SlurmSpec
+from variantctl.jsontypes import JsonMapping
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.run import RunRecord, thaw
 from variantctl.variants.model import ResolvedVariant
@@ -91,6 +93,23 @@ class PatchState:
         if self.error is not None:
             out["error"] = self.error
         return out
+
+    @classmethod
+    def from_json(cls, name: str, data: JsonMapping) -> PatchState:
+        """The state as a run record keeps it (``to_json``); what an older record lacks
+        reads as absent."""
+        roots = data.get("roots")
+        files = data.get("files")
+        error, fingerprint = data.get("error"), data.get("fingerprint")
+        return cls(
+            name,
+            MappingProxyType({str(k): str(v) for k, v in roots.items()}
+                             if isinstance(roots, Mapping) else {}),
+            tuple(MappingProxyType(dict(f)) for f in files if isinstance(f, Mapping))
+            if isinstance(files, (list, tuple)) else (),
+            required=bool(data.get("required")),
+            error=None if error is None else str(error),
+            fingerprint=None if fingerprint is None else str(fingerprint))
 
 
 def slurm_identity(spec: SlurmSpec) -> dict[str, Any]:

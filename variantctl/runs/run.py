@@ -17,9 +17,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TypeAlias, overload
 
-from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.jsonfields import Fields, StoredFileError, kind_of
+from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.logs.expect import Mismatch
 from variantctl.variants.rules import Finding
 
@@ -38,22 +39,56 @@ ARTIFACT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}")
 #: one class for every stored file
 RunFileError = StoredFileError
 
+#: a run's timings: ISO times (``started_at``), seconds and counts, None when not reached
+Timing: TypeAlias = str | float | int | None
+#: one patchset of a run: ``{"roots": {root: state}, "files": [...], "required": ...,
+#: "error": ..., "fingerprint": ...}`` (``PatchState.to_json``; older records lack keys)
+PatchEntry: TypeAlias = JsonMapping
 
-def _freeze(value: Any) -> Any:
+
+def _freeze(value: object) -> Json:
+    """An immutable copy of a JSON value (objects become read-only mappings, lists
+    tuples); anything else becomes the string the store would write for it
+    (``json.dumps(default=str)``)."""
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
-    return value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
-def thaw(value: Any) -> Any:
-    """JSON-ready copy of a frozen value."""
+def freeze_object(value: Mapping[str, object]) -> JsonMapping:
+    """An immutable copy of a JSON object."""
+    return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+
+
+def _freeze_opt(value: Mapping[str, object] | None) -> JsonMapping | None:
+    return None if value is None else freeze_object(value)
+
+
+@overload
+def thaw(value: JsonMapping) -> JsonObject: ...
+@overload
+def thaw(value: Json) -> Json: ...
+def thaw(value: Json) -> Json:
+    """JSON-ready copy of a frozen value (an object thaws to a ``dict``)."""
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple):
         return [thaw(v) for v in value]
     return value
+
+
+def as_object(value: Json) -> JsonMapping:
+    """``value`` when it is a JSON object, else an empty one: a reader's view of an
+    optional object field (``facts["config"]``, ``variant["origins"]``)."""
+    return value if isinstance(value, Mapping) else MappingProxyType({})
+
+
+def _thaw_opt(value: JsonMapping | None) -> JsonObject | None:
+    return None if value is None else thaw(value)
 
 
 @dataclass(frozen=True)
@@ -78,9 +113,9 @@ class RunVerdict:
     lines: int = 0
     health: int | None = None
     #: the classifier's whole result (``variantctl.classify/1``), when there was one
-    classifier: Mapping[str, Any] | None = None
+    classifier: JsonMapping | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "verdict": self.kind,
             "signature": self.signature,
@@ -105,21 +140,24 @@ class RunRecord:
     key: str
     variant_name: str
     #: the resolved variant (``ResolvedVariant.to_dict``), origins of derived values included
-    variant: Mapping[str, Any]
-    host: Mapping[str, Any]
+    variant: JsonMapping
+    #: the host as it decides a run (``identity.host_identity``): name, ssh, python, ...
+    host: JsonMapping
     script: str
-    server: Mapping[str, Any] | None
-    #: patchset -> {"roots": {root: state}, "files": [...]}
-    patches: Mapping[str, Any]
+    #: the server's record on the host (``ServerRecord.to_dict``), as it was then
+    server: JsonMapping | None
+    #: patchset -> its state (:data:`PatchEntry`)
+    patches: Mapping[str, PatchEntry]
     verdict: RunVerdict
-    facts: Mapping[str, Any]
+    #: what the log told (``Facts.to_json``) and what the launcher knows beside it
+    facts: JsonMapping
     #: what the log contradicts of the variant's expectations; empty when all held
     expect: tuple[Mismatch, ...] = ()
     expect_ok: bool = True
-    timings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    timings: Mapping[str, Timing] = field(default_factory=lambda: MappingProxyType({}))
     #: what the pre-flight rules said of the variant on its host
     preflight: tuple[Finding, ...] = ()
-    stopped: Mapping[str, Any] | None = None
+    stopped: JsonMapping | None = None
     log_file: str | None = None
     #: benchmark result files in the run directory (``bench-<stamp>.json``)
     benchmarks: tuple[str, ...] = ()
@@ -133,7 +171,7 @@ class RunRecord:
         m = RUN_ID.fullmatch(self.run_id)
         return int(m.group("seq")) if m else 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "schema": self.schema,
             "run_id": self.run_id,
@@ -143,22 +181,22 @@ class RunRecord:
             "variant": thaw(self.variant),
             "host": thaw(self.host),
             "script": self.script,
-            "server": thaw(self.server),
-            "patches": thaw(self.patches),
+            "server": _thaw_opt(self.server),
+            "patches": {k: thaw(v) for k, v in self.patches.items()},
             "preflight": [f.to_dict() for f in self.preflight],
             "verdict": self.verdict.to_json(),
             "facts": thaw(self.facts),
-            "expect": [thaw(m.to_json()) for m in self.expect],
+            "expect": [thaw(_freeze(m.to_json())) for m in self.expect],
             "expect_ok": self.expect_ok,
-            "timings": thaw(self.timings),
-            "stopped": thaw(self.stopped),
+            "timings": dict(self.timings),
+            "stopped": _thaw_opt(self.stopped),
             "log_file": self.log_file,
             "benchmarks": list(self.benchmarks),
             "profiles": list(self.profiles),
         }
 
     @classmethod
-    def from_json(cls, data: Any, *, source: str) -> RunRecord:
+    def from_json(cls, data: object, *, source: str) -> RunRecord:
         """Validate and build; :class:`RunFileError` names ``source`` and the bad field.
         A schema 2 record has no ``profiles`` (the store lists them)."""
         r = Fields(data, source)
@@ -185,30 +223,47 @@ class RunRecord:
             last_lines=v.texts("last_lines"),
             lines=v.integer("lines", 0),
             health=v.opt_integer("health"),
-            classifier=_freeze(v.opt_mapping("classifier")),
+            classifier=_freeze_opt(v.opt_mapping("classifier")),
         )
         return cls(
             run_id=run_id,
             key=r.text("key"),
             variant_name=r.text("variant_name"),
             created_at=r.text("created_at", ""),
-            variant=_freeze(r.mapping("variant")),
-            host=_freeze(r.mapping("host")),
+            variant=freeze_object(r.mapping("variant")),
+            host=freeze_object(r.mapping("host")),
             script=r.text("script", ""),
-            server=_freeze(r.opt_mapping("server")),
-            patches=_freeze(r.mapping("patches")),
+            server=_freeze_opt(r.opt_mapping("server")),
+            patches=_patches(r),
             preflight=tuple(_finding(f) for f in r.objs("preflight")),
             verdict=verdict,
-            facts=_freeze(r.mapping("facts")),
+            facts=freeze_object(r.mapping("facts")),
             expect=tuple(_mismatch(m) for m in r.objs("expect")),
             expect_ok=r.flag("expect_ok"),
-            timings=_freeze(r.mapping("timings")),
-            stopped=_freeze(r.opt_mapping("stopped")),
+            timings=_timings(r),
+            stopped=_freeze_opt(r.opt_mapping("stopped")),
             log_file=r.opt_text("log_file"),
             benchmarks=artifact_names(r, "benchmarks"),
             profiles=artifact_names(r, "profiles") if schema >= 3 else (),
             schema=schema,
         )
+
+
+def _patches(r: Fields) -> Mapping[str, PatchEntry]:
+    """Each patchset's state: an object (``patches.<name>`` named when it is not)."""
+    p = r.obj("patches")
+    return MappingProxyType({str(name): freeze_object(p.mapping(name)) for name in p.data})
+
+
+def _timings(r: Fields) -> Mapping[str, Timing]:
+    """The timings: each a string, a number or null (``timings.<key>`` named when not)."""
+    out: dict[str, Timing] = {}
+    for k, v in r.mapping("timings").items():
+        if v is not None and not isinstance(v, (str, int, float)):
+            raise r.error(f"timings.{k}", f"should be a time, a number or null, "
+                          f"got {kind_of(v)}")
+        out[str(k)] = v
+    return MappingProxyType(out)
 
 
 def _mismatch(m: Fields) -> Mismatch:

@@ -268,3 +268,35 @@ def test_expect_mismatches_are_typed_values(run_cli: Cli, project: Path) -> None
     edit(path, lambda d: d.update(expect=[{**entry, "key": 7}]))
     one_error_line(run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project), str(path),
                    "field 'expect[0].key' should be a string")
+
+
+def test_record_patches_and_timings_are_typed_and_round_trip(run_cli: Cli, project: Path
+                                                             ) -> None:
+    """run.json's ``patches`` (name -> state object) and ``timings`` (times, numbers,
+    null) read as typed values (issue 18.5): a record that lacks a patch key is written
+    back without it, byte for byte; an entry of the wrong shape names its field."""
+    from variantctl.runs.identity import PatchState
+    from variantctl.runs.run import RunRecord
+
+    path = run_dir(project) / "run.json"
+    patch = {"roots": {"/srv/vllm": "applied"}, "files": [{"path": "a.py"}],
+             "required": False}  # an older record: no fingerprint, no error
+    timings = {"started_at": "2026-07-14T10:15:00+00:00", "seconds_to_verdict": 4.5,
+               "reconnects": 0, "time_to_ready_s": None}
+    edit(path, lambda d: d.update(patches={"fast": patch}, timings=timings))
+    doc = json.loads(path.read_text())
+    rec = RunRecord.from_json(doc, source=str(path))
+    assert rec.to_json() == doc
+    assert dict(rec.timings) == timings
+    state = PatchState.from_json("fast", rec.patches["fast"])
+    assert (dict(state.roots), state.fingerprint, state.error) == (
+        {"/srv/vllm": "applied"}, None, None)
+    assert state.to_json() == patch  # no key an older record lacked is filled in
+    shown = run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project)
+    assert shown.code == 0 and "patch fast: /srv/vllm: applied" in shown.stdout, shown.output
+    for change, field in ((lambda d: d.update(patches={"fast": "applied"}), "patches.fast"),
+                          (lambda d: d.update(patches={}, timings={"reconnects": [1]}),
+                           "timings.reconnects")):
+        edit(path, change)
+        one_error_line(run_cli(["runs", "show", "aaaaaaaaaa-1"], project=project),
+                       str(path), f"field '{field}' should be")
