@@ -95,11 +95,12 @@ def _flag_list_problem(flags: tuple[str, ...]) -> str | None:
 _BACKEND = Str(pattern=r"[A-Za-z][A-Za-z0-9_-]*", what="an attention backend name")
 
 #: shared by hosts.yaml and variant files
+_BACKPORTS = Check(ListOf(Str(), single=True), _flag_list_problem)
 VENDOR = Struct(
     "vendor",
     {
         "name": Field(Str()),
-        "backports": Field(Check(ListOf(Str(), single=True), _flag_list_problem)),
+        "backports": Field(_BACKPORTS),
         "attention_backend_default": Field(_BACKEND),
         "unavailable_backends": Field(ListOf(_BACKEND, single=True)),
     },
@@ -131,6 +132,7 @@ def _port_range_problem(value: tuple[int, ...]) -> str | None:
     return None
 
 
+_PORTS = Check(ListOf(Int(min=1024, max=65535)), _port_range_problem)
 _SLURM = Struct(
     "slurm",
     {
@@ -143,7 +145,7 @@ _SLURM = Struct(
                                single=True)),
         "patch_roots": Field(Enum("shared", "image")),
         "max_jobs": Field(Int(min=1, max=10000)),
-        "ports": Field(Check(ListOf(Int(min=1024, max=65535)), _port_range_problem)),
+        "ports": Field(_PORTS),
         "conf": Field(Str()),
     },
 )

@@ -30,7 +30,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from variantctl.config.schema import Bool, Field, Int, ListOf, Str, Struct, did_you_mean
+from variantctl.config.schema import (
+    Any_,
+    Bool,
+    Field,
+    Int,
+    ListOf,
+    Str,
+    Struct,
+    StructData,
+    did_you_mean,
+)
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError, NotFoundError
 from variantctl.patching.model import Operation, Patchset
@@ -119,7 +129,7 @@ _OP_SCHEMAS: dict[str, Struct] = {
     }),
 }
 
-def _check_operation(raw: Any, path: KeyPath, doc: Document) -> dict[str, Any]:
+def _check_operation(raw: object, path: KeyPath, doc: Document) -> StructData:
     if not isinstance(raw, dict):
         raise doc.error(path, "an operation must be a mapping")
     kind = raw.get("op")
@@ -129,7 +139,7 @@ def _check_operation(raw: Any, path: KeyPath, doc: Document) -> dict[str, Any]:
     if kind not in _OP_SCHEMAS:
         hint = did_you_mean(str(kind), OP_KINDS) or f"known operations: {', '.join(OP_KINDS)}"
         raise doc.error((*path, "op"), f"unknown operation {kind!r}", hint=hint)
-    data: dict[str, Any] = _OP_SCHEMAS[kind].check(raw, path, doc)
+    data = _OP_SCHEMAS[kind].check(raw, path, doc)
     for key in ("from", "to"):
         if key in data:
             problem = _expr_problem(data[key])
@@ -160,7 +170,7 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
         "backup": Field(Str()),
         "operations": Field(ListOf(_AnyValue(), min_len=1), required=True),
     })
-    top: dict[str, Any] = top_schema.check(doc.data, (), doc)
+    top = top_schema.check(doc.data, (), doc)
     if "module" in top and "modules" in top:
         raise doc.error(("modules",), "give either `module` or `modules`, not both")
     modules: tuple[str, ...] = (top["module"],) if "module" in top else top.get("modules", ())
@@ -198,7 +208,7 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
                             f"(also operation {seen[op_id] + 1})")
         seen[op_id] = i
         if data["op"] == "instrument":
-            _check_instrument(data, module, instrumented, opath, doc)
+            _check_instrument(data, module, instrumented, i, opath, doc)
         m = doc.mark(opath)
         custom_file = data.get("file")
         custom_impl = None
@@ -242,15 +252,15 @@ def load_patchset_file(path: Path, *, display: str | None = None) -> Patchset:
     )
 
 
-def _check_instrument(data: dict[str, Any], module: str, instrumented: dict[str, int],
-                      path: KeyPath, doc: Document) -> None:
+def _check_instrument(data: StructData, module: str, instrumented: dict[str, int],
+                      index: int, path: KeyPath, doc: Document) -> None:
     # one instrument operation per module: its state then covers the inlined
     # recorder and every decorator, so it stays decidable and exactly reversible
     if module in instrumented:
         raise doc.error(path, f"a second instrument operation for module {module!r} "
                         f"(also operation {instrumented[module] + 1})",
                         hint="list every function of the module in one operation's `functions`")
-    instrumented[module] = int(path[-1])
+    instrumented[module] = index
     functions = data["functions"]
     dup = sorted({f for f in functions if functions.count(f) > 1})
     if dup:
@@ -273,13 +283,10 @@ def _import_custom(file: str, class_name: str, doc: Document, path: KeyPath) -> 
                                              "its code") from None
 
 
-class _AnyValue(Str):
+class _AnyValue(Any_):
     """Accept anything (each operation is checked by its own schema)."""
 
     expected = "an operation"
-
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
-        return value
 
 
 def patchset_names(patchsets_dir: Path) -> list[str]:

@@ -18,20 +18,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, NoReturn, TypeVar
 
-from variantctl.config.yamlload import Document, KeyPath
+from variantctl.config.yamlload import Document, KeyPath, YamlValue
 from variantctl.spelling import did_you_mean
 
 __all__ = ["Any_", "Bool", "Check", "Enum", "Field", "Float", "Int", "ListOf", "MapOf",
-           "Nullable", "OneOf", "Schema", "Str", "Struct", "did_you_mean", "type_name"]
+           "Nullable", "OneOf", "Schema", "Str", "Struct", "StructData", "did_you_mean",
+           "type_name"]
 
-_MISSING: Any = object()
+_MISSING = object()
+
+T = TypeVar("T", covariant=True)
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     """A YAML-flavoured name for a value's type, for error messages."""
     if value is None:
         return "null"
@@ -50,24 +55,24 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-class Schema:
-    """Base validator."""
+class Schema(Generic[T]):
+    """Base validator: ``check`` takes a value as YAML gave it and returns a ``T``."""
 
     expected = "a value"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> T:
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def fail(self, value: Any, path: KeyPath, doc: Document, extra: str = "") -> Any:
+    def fail(self, value: object, path: KeyPath, doc: Document, extra: str = "") -> NoReturn:
         raise doc.error(path, f"expected {self.expected}, got {type_name(value)}{extra}")
 
 
-class Any_(Schema):
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
-        return value
+class Any_(Schema[YamlValue]):
+    def check(self, value: object, path: KeyPath, doc: Document) -> YamlValue:
+        return value  # type: ignore[return-value]  # what YAML's safe constructor built
 
 
-class Str(Schema):
+class Str(Schema[str]):
     def __init__(self, *, pattern: str | None = None, what: str | None = None,
                  allow_empty: bool = False):
         self.pattern = re.compile(pattern) if pattern else None
@@ -75,7 +80,7 @@ class Str(Schema):
         self.allow_empty = allow_empty
         self.expected = what or "a string"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> str:
         if not isinstance(value, str):
             return self.fail(value, path, doc)
         if not value and not self.allow_empty:
@@ -85,12 +90,12 @@ class Str(Schema):
         return value
 
 
-class Int(Schema):
+class Int(Schema[int]):
     def __init__(self, *, min: int | None = None, max: int | None = None):
         self.min, self.max = min, max
         self.expected = "an integer"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             return self.fail(value, path, doc)
         if self.min is not None and value < self.min:
@@ -100,7 +105,7 @@ class Int(Schema):
         return value
 
 
-class Float(Schema):
+class Float(Schema[float]):
     """A number; ``finite`` (quantities: seconds, rates, peaks) refuses YAML's ``.nan``
     and ``.inf``, which every ``min`` check lets through (``nan < 1`` is false) and which
     would make a deadline that never comes. Plain values (a flag's) may be anything."""
@@ -110,7 +115,7 @@ class Float(Schema):
         self.finite = finite
         self.expected = "a number"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return self.fail(value, path, doc)
         if self.finite and not math.isfinite(value):
@@ -120,35 +125,35 @@ class Float(Schema):
         return float(value)
 
 
-class Bool(Schema):
+class Bool(Schema[bool]):
     expected = "true or false"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> bool:
         if not isinstance(value, bool):
             return self.fail(value, path, doc)
         return value
 
 
-class Enum(Schema):
+class Enum(Schema[str]):
     def __init__(self, *choices: str):
         self.choices = choices
         self.expected = "one of " + ", ".join(repr(c) for c in choices)
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> str:
         if value not in self.choices:
             hint = did_you_mean(str(value), self.choices) if isinstance(value, str) else None
             raise doc.error(path, f"expected {self.expected}, got {value!r}", hint=hint)
         return value
 
 
-class ListOf(Schema):
+class ListOf(Schema[tuple[V, ...]]):
     """A list of items; with ``single=True`` a lone item is accepted as a one-item list."""
 
-    def __init__(self, item: Schema, *, single: bool = False, min_len: int = 0):
+    def __init__(self, item: Schema[V], *, single: bool = False, min_len: int = 0):
         self.item, self.single, self.min_len = item, single, min_len
         self.expected = f"a list of {item.expected}"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> tuple[V, ...]:
         if self.single and not isinstance(value, list):
             return (self.item.check(value, path, doc),)
         if not isinstance(value, list):
@@ -158,29 +163,29 @@ class ListOf(Schema):
         return tuple(self.item.check(v, (*path, i), doc) for i, v in enumerate(value))
 
 
-class MapOf(Schema):
-    def __init__(self, key: Schema, value: Schema):
+class MapOf(Schema[dict[K, V]]):
+    def __init__(self, key: Schema[K], value: Schema[V]):
         self.key, self.value = key, value
         self.expected = "a mapping"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> dict[K, V]:
         if not isinstance(value, dict):
             return self.fail(value, path, doc)
-        out: dict[Any, Any] = {}
+        out: dict[K, V] = {}
         for k, v in value.items():
             kk = self.key.check(k, (*path, k), doc)
             out[kk] = self.value.check(v, (*path, k), doc)
         return out
 
 
-class OneOf(Schema):
+class OneOf(Schema[V]):
     """The first alternative whose check passes; the error names all of them."""
 
-    def __init__(self, *alternatives: Schema):
+    def __init__(self, *alternatives: Schema[V]):
         self.alternatives = alternatives
         self.expected = " or ".join(a.expected for a in alternatives)
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> V:
         from variantctl.errors import ConfigError
 
         for alt in self.alternatives:
@@ -191,23 +196,23 @@ class OneOf(Schema):
         return self.fail(value, path, doc)
 
 
-class Nullable(Schema):
-    def __init__(self, inner: Schema):
+class Nullable(Schema[V | None]):
+    def __init__(self, inner: Schema[V]):
         self.inner = inner
         self.expected = f"{inner.expected} or null"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> V | None:
         return None if value is None else self.inner.check(value, path, doc)
 
 
-class Check(Schema):
+class Check(Schema[V]):
     """Wrap a schema with an extra predicate: ``fn(value)`` returns an error text or None."""
 
-    def __init__(self, inner: Schema, fn: Callable[[Any], str | None]):
+    def __init__(self, inner: Schema[V], fn: Callable[[V], str | None]):
         self.inner, self.fn = inner, fn
         self.expected = inner.expected
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> V:
         v = self.inner.check(value, path, doc)
         problem = self.fn(v)
         if problem:
@@ -217,12 +222,17 @@ class Check(Schema):
 
 @dataclass(frozen=True)
 class Field:
-    schema: Schema
+    schema: Schema[object]
     required: bool = False
-    default: Any = _MISSING
+    default: object = _MISSING
 
 
-class Struct(Schema):
+#: what a :class:`Struct` checks to: its keys' values, each of its own field's type. The one
+#: ``Any`` of the schema: the loader reads each key as the type its field's schema gave it
+StructData = dict[str, Any]
+
+
+class Struct(Schema[StructData]):
     """A mapping with known keys; unknown keys are errors with a did-you-mean."""
 
     def __init__(self, what: str, fields: dict[str, Field], *, extra_ok: Sequence[str] = ()):
@@ -231,7 +241,7 @@ class Struct(Schema):
         self.extra_ok = set(extra_ok)
         self.expected = f"a mapping ({what})"
 
-    def check(self, value: Any, path: KeyPath, doc: Document) -> Any:
+    def check(self, value: object, path: KeyPath, doc: Document) -> StructData:
         if not isinstance(value, dict):
             return self.fail(value, path, doc)
         for k in value:
@@ -244,7 +254,7 @@ class Struct(Schema):
                     hint=hint or f"known keys: {known}",
                     key=True,
                 )
-        out: dict[str, Any] = {}
+        out: StructData = {}
         for name, f in self.fields.items():
             if name in value:
                 out[name] = f.schema.check(value[name], (*path, name), doc)

@@ -28,14 +28,21 @@ carry one to a shell, an argv or a file name as written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 
 from variantctl.errors import ConfigError
 
-KeyPath = tuple[Any, ...]
+#: a scalar as YAML's safe constructor builds it (a timestamp is a date or datetime)
+YamlScalar: TypeAlias = bool | int | float | str | bytes | date | None
+#: a value as YAML's safe constructor builds it, before a schema has checked it
+YamlValue: TypeAlias = (YamlScalar | list["YamlValue"] | dict["YamlScalar", "YamlValue"]
+                        | set["YamlScalar"])
+#: where a value sits in a document: mapping keys (scalars) and list indexes
+KeyPath = tuple[YamlScalar, ...]
 
 #: nesting levels a document may have, counted on the alias-expanded tree
 MAX_DEPTH = 100
