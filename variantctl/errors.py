@@ -7,9 +7,10 @@ Per-item outcomes (one root drifted, one host down) are values, not exceptions.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonObject
 
 #: the ``kind`` of an error that names none itself, by exit code (README: "--json errors")
 KIND_BY_EXIT_CODE: dict[int, str] = {
@@ -58,7 +59,7 @@ class VariantctlError(Exception):
     def __str__(self) -> str:
         return self.message
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"kind", "message", "hint", "where"}``: the ``error`` object of ``--json``."""
         return {"kind": self.kind, "message": self.message, "hint": self.hint,
                 "where": self.where}

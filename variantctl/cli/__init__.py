@@ -22,6 +22,7 @@ import click
 from variantctl import __version__
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from variantctl.env import Environment
@@ -192,7 +193,7 @@ def _echo_err(env: Environment | None, text: str) -> None:
         env.stderr.print(text, markup=False, highlight=False)
 
 
-def _print_json_error(env: Environment | None, error: dict[str, object]) -> None:
+def _print_json_error(env: Environment | None, error: JsonObject) -> None:
     from variantctl.render.output import json_text
 
     text = json_text({"error": error})

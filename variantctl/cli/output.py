@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from variantctl.env import Environment
+from variantctl.jsontypes import Json
 from variantctl.render.output import Block, json_text
 
 
@@ -16,7 +16,7 @@ def emit(env: Environment, blocks: Iterable[Block]) -> None:
         console.print(b.body, markup=b.markup, highlight=b.highlight, soft_wrap=b.soft_wrap)
 
 
-def print_json(env: Environment, data: Any) -> None:
+def print_json(env: Environment, data: Json) -> None:
     """Write ``data`` as the one indented JSON document of ``--json`` on stdout."""
     env.stdout.file.write(json_text(data) + "\n")
     env.stdout.file.flush()

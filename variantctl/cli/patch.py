@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +17,7 @@ from variantctl.cli.patchcommon import (
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
+    from variantctl.jsontypes import JsonObject
     from variantctl.patching.outcomes import RunReport
     from variantctl.render.output import Block
 
@@ -122,7 +123,7 @@ def _diffs(env: Environment, report: RunReport) -> dict[str, str]:
     }
 
 
-def _diff_json(env: Environment, report: RunReport) -> dict[str, Any]:
+def _diff_json(env: Environment, report: RunReport) -> JsonObject:
     diffs = _diffs(env, report)
     data = report.to_json()
     data["files"] = [{**f.to_json(), "diff": diffs.get(f.path, "")} for f in report.files]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import visible
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.result import SCHEMA, Match, Result
 from variantctl.render.output import Block
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 Row = tuple[str, Result, Sequence[Mismatch]]
 _STYLE = {"ok": "green", "failed": "red", "hang": "yellow", "unknown": "magenta",
@@ -32,11 +36,11 @@ _CONFIG_ROWS = (
 )
 
 
-def results_json(rows: Sequence[Row], expect: str | None) -> dict[str, Any]:
+def results_json(rows: Sequence[Row], expect: str | None) -> JsonObject:
     """``{"schema": …, "logs": [{"path": …, <result>, "expect": …}]}``."""
-    logs: list[dict[str, Any]] = []
+    logs: list[JsonObject] = []
     for path, result, mismatches in rows:
-        item: dict[str, Any] = {"path": path, **result.to_json()}
+        item: JsonObject = {"path": path, **result.to_json()}
         item["expect"] = None if expect is None else {
             "variant": expect,
             "ok": not mismatches,
@@ -53,7 +57,7 @@ def result_blocks(rows: Sequence[Row], expect: str | None, *, explain: bool) -> 
 
     blocks: list[Block] = []
 
-    def add(body: Any = "", *, highlight: bool | None = None) -> None:
+    def add(body: RenderableType = "", *, highlight: bool | None = None) -> None:
         blocks.append(Block(body, highlight=highlight))
 
     for i, (path, r, mismatches) in enumerate(rows):

@@ -5,13 +5,17 @@ Returns blocks (rich tables) and the JSON document; the CLI prints them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, MetricTest
+from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, rich_line, text
 from variantctl.report.compare import Comparison
 from variantctl.report.tables import ci_text
 from variantctl.variants.diff import format_value
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _digits(m: MetricTest) -> int:
@@ -40,7 +44,7 @@ VERDICT_TEXT = {"b-faster": "B is faster", "b-slower": "B is slower",
                 "no-significant-difference": "no significant difference"}
 
 
-def metrics_table(c: Comparison) -> Any:
+def metrics_table(c: Comparison) -> Table:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold",
@@ -59,7 +63,7 @@ def metrics_table(c: Comparison) -> Any:
     return table
 
 
-def changes_table(c: Comparison) -> Any:
+def changes_table(c: Comparison) -> Table:
     from rich.table import Table
     from rich.text import Text
 
@@ -94,5 +98,5 @@ def comparison_blocks(c: Comparison) -> list[Block]:
     return out
 
 
-def comparison_json(c: Comparison) -> dict[str, Any]:
+def comparison_json(c: Comparison) -> JsonObject:
     return {"compare": c.to_json()}

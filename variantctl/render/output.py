@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import Json
 from variantctl.logs.bounded import visible_lines
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def error_lines(message: str, hint: str | None) -> list[Block]:
 _JSON_C1 = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
 
 
-def json_text(data: Any) -> str:
+def json_text(data: Json) -> str:
     """``data`` as the indented JSON document ``--json`` prints (no trailing newline);
     every control character escaped (C0 by ``json``, DEL and C1 here)."""
     return json.dumps(data, indent=2, sort_keys=False, default=str,

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from variantctl.jsontypes import JsonObject
 from variantctl.launch.servers import ServerStatus, StopOutcome, stop_dict
 from variantctl.render.output import Block, text
 from variantctl.targets.connect import HostOutcome
+
+T = TypeVar("T")
 
 
 def uptime_seconds(started_at: str, now: datetime) -> float | None:
@@ -33,7 +36,7 @@ def human_duration(seconds: float | None) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
-def host_error_dict(outcome: HostOutcome[Any]) -> dict[str, Any]:
+def host_error_dict(outcome: HostOutcome[T]) -> JsonObject:
     err = outcome.error
     return {"host": outcome.host.name, "error": err.to_json() if err else None}
 
@@ -68,7 +71,7 @@ def ps_rows(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
 
 
 def ps_json(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
-            ) -> dict[str, Any]:
+            ) -> JsonObject:
     return {"servers": ps_rows(outcomes, now),
             "errors": [host_error_dict(o) for o in outcomes if o.error]}
 
@@ -106,7 +109,7 @@ def _state_cell(row: dict[str, Any]) -> str:
     return f"{row['state']} on {job['node']}" if job["node"] else str(row["state"])
 
 
-def stops_json(outcomes: Sequence[HostOutcome[list[StopOutcome]]]) -> dict[str, Any]:
+def stops_json(outcomes: Sequence[HostOutcome[list[StopOutcome]]]) -> JsonObject:
     items = [(o.host.name, s) for o in outcomes for s in (o.value or [])]
     return {"stopped": [stop_dict(h, s) for h, s in items],
             "errors": [host_error_dict(o) for o in outcomes if o.error]}

@@ -7,6 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from variantctl.errors import VariantctlError
+from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, error_lines, text
 from variantctl.sweeps.plan import Plan, PlannedPoint
@@ -66,7 +68,7 @@ def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
     return blocks
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
+def plan_json(plan: Plan) -> JsonObject:
     return {
         "sweep": plan.spec.name, "source": plan.spec.source, "hosts": list(plan.hosts),
         "eta_s": round(plan.eta_s, 1),
@@ -152,11 +154,11 @@ def _capacity(entry: Mapping[str, Any]) -> float | None:
     return float(best) if isinstance(best, (int, float)) else None
 
 
-def _num(value: Any) -> str:
+def _num(value: object) -> str:
     return f"{value:.1f}" if isinstance(value, (int, float)) else ""
 
 
-def host_error_blocks(errors: Sequence[tuple[str, Any]]) -> list[Block]:
+def host_error_blocks(errors: Sequence[tuple[str, VariantctlError]]) -> list[Block]:
     out = []
     for host, exc in errors:
         out += error_lines(f"{host}: {exc.message}", exc.hint)

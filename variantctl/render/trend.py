@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND
 from variantctl.render.output import Block, text
 from variantctl.report.tables import ci_text
 from variantctl.report.trend import Trend, TrendPoint
 from variantctl.variants.diff import format_value
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _changed(p: TrendPoint) -> str:
@@ -21,7 +24,7 @@ def _changed(p: TrendPoint) -> str:
     return f"CHANGED beyond noise — {what}"
 
 
-def trend_table(t: Trend) -> Any:
+def trend_table(t: Trend) -> Table:
     from rich.table import Table
 
     h = HEADLINES[t.metric]

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.bench.model import BenchResult
 from variantctl.bench.uncertainty import HEADLINES, FigureCI, MetricTest, compare_points
+from variantctl.jsontypes import JsonObject
 from variantctl.report.compare import NOT_PERFORMANCE, SettingChange, pick, setting_changes
 from variantctl.report.model import RunInput
-from variantctl.report.series import points_of
+from variantctl.report.series import Point, points_of
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TrendPoint:
     def beyond_noise(self) -> bool:
         return self.change is not None and self.change.significant
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         iv = self.figure.interval
         ch = self.change.to_json() if self.change is not None else None
         return {"level": self.concurrency, "run_id": self.run.run_id,
@@ -58,7 +58,7 @@ class Trend:
     #: runs left out (no benchmark sent like the latest one)
     skipped: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"metric": self.metric, "runs": [r.run_id for r in self.runs],
                 "points": [p.to_json() for p in self.points], "skipped": list(self.skipped)}
 
@@ -85,7 +85,7 @@ def trend(runs: Sequence[RunInput], metric: str = "output_throughput") -> Trend:
     levels = list(dict.fromkeys(p.concurrency for _, rs in used for res in rs
                                 for p in points_of(res.levels)))
     for c in levels:
-        prev: tuple[RunInput, Any] | None = None
+        prev: tuple[RunInput, Point] | None = None
         for r, results in used:
             point = {p.concurrency: p for p in points_of(
                 [lv for res in results for lv in res.levels])}.get(c)
