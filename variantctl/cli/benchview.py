@@ -3,9 +3,14 @@ ConsoleUI): requests done, tokens/s now, elapsed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from variantctl.env import Environment, redraws
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+    from variantctl.bench.runner import LiveProgress
 
 
 class LiveView:
@@ -17,8 +22,8 @@ class LiveView:
 
     def __init__(self, env: Environment):
         self.env = env
-        self.live: Any = None
-        self.last: tuple[str, Any] | None = None
+        self.live: Live | None = None
+        self.last: tuple[str, LiveProgress] | None = None
 
     def __enter__(self) -> LiveView:
         if redraws(self.env.stderr):
@@ -34,13 +39,13 @@ class LiveView:
             self.live = None
 
     @staticmethod
-    def text(label: str, p: Any, final: bool = False) -> str:
+    def text(label: str, p: LiveProgress, final: bool = False) -> str:
         total = "?" if p.total is None else str(p.total)
         errors = f", {p.errors} failed" if p.errors else ""
         now = "" if final else f", {p.tokens_per_s_now:.1f} tok/s now"
         return f"{label} c={p.concurrency}: {p.done}/{total} done{errors}{now}, {p.elapsed_s:.1f} s"
 
-    def progress(self, label: str, p: Any) -> None:
+    def progress(self, label: str, p: LiveProgress) -> None:
         self.last = (label, p)
         if self.live is not None:
             from rich.text import Text

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.variants.model import ResolvedVariant
 
 
 @click.command("show")
@@ -62,13 +65,13 @@ def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     env.stdout.print(table)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     from variantctl.variants.diff import format_value
 
     return format_value(value)
 
 
-def _rows(v: Any) -> list[tuple[str, str, str | None]]:
+def _rows(v: ResolvedVariant) -> list[tuple[str, str, str | None]]:
     from variantctl.variants.diff import format_value
 
     rows: list[tuple[str, str, str | None]] = [

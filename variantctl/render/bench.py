@@ -19,7 +19,7 @@ and ``cpu-base`` sit in one table):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, text
@@ -27,7 +27,11 @@ from variantctl.render.output import Block, text
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from variantctl.bench.model import BenchResult, LevelResult
+    from variantctl.bench.gpu import Stat
+    from variantctl.bench.model import BenchResult, LevelResult, Stats
+    from variantctl.bench.search import SearchResult
+    from variantctl.bench.session import ServerDeath
+    from variantctl.bench.uncertainty import FigureCI
 
 
 def _n(value: float | None) -> str:
@@ -98,7 +102,7 @@ def decode_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     return table
 
 
-def _three(st: Any) -> str:
+def _three(st: Stats) -> str:
     return f"{_n(st.mean)}/{_n(st.p50)}/{_n(st.p99)}"
 
 
@@ -156,7 +160,7 @@ def steady_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     return table
 
 
-def _ci(f: Any) -> str:
+def _ci(f: FigureCI | None) -> str:
     """``estimate ±half-width`` and the marks (* < 3 repeats, ! < 20 requests)."""
     if f is None:
         return "-"
@@ -222,14 +226,14 @@ def gpu_table(results: Sequence[tuple[str, BenchResult]]) -> Table:
     return table
 
 
-def _pct2(st: Any) -> str:
+def _pct2(st: Stat) -> str:
     def one(v: float | None) -> str:
         return "-" if v is None else f"{v:.0f}"
 
     return f"{one(st.avg)}/{one(st.avg_busy)}"
 
 
-def _pct3(st: Any) -> str:
+def _pct3(st: Stat) -> str:
     def one(v: float | None) -> str:
         return "-" if v is None else f"{v:.0f}"
 
@@ -325,7 +329,7 @@ def result_blocks(results: Sequence[tuple[str, BenchResult]]) -> list[Block]:
     return out
 
 
-def search_line(sr: Any) -> str:
+def search_line(sr: SearchResult) -> str:
     """``bench --search``: the capacity found, its SLOs and the probes, in one line."""
     slo = ", ".join(f"{k} ≤ {v:g} ms" for k, v in sr.slo.items())
     unit = "" if sr.mode == "concurrency" else " req/s"
@@ -339,7 +343,7 @@ def search_line(sr: Any) -> str:
     return f"{found}{why}; probed {probes}"
 
 
-def death_blocks(death: Any) -> list[Block]:
+def death_blocks(death: ServerDeath) -> list[Block]:
     """The server died during a level: what its log says, and its last lines (stderr)."""
     verdict = (death.kind or "unknown").upper()
     what = f"{verdict} {death.signature}" if death.signature else verdict
