@@ -30,13 +30,15 @@ def pass_env(func: F) -> F:
     bad project is reported as JSON when the command was given ``--json``.
     """
 
+    # the wrapped command's own arguments, passed through as click gives them
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(current_env(click.get_current_context()), *args, **kwargs)
 
     return cast(F, update_wrapper(wrapper, func))
 
 
-def _note_json(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def _note_json(ctx: click.Context, param: click.Parameter, value: bool | str
+               ) -> bool | str:
     if value is True or value == "json":
         JSON_OUTPUT.set(True)
     return value
@@ -81,6 +83,7 @@ class FiniteFloat(click.FloatRange):
         super().__init__(min=min, max=MAX_SECONDS if max is None else max,
                          min_open=min_open, max_open=max_open)
 
+    # click's ParamType API: a value of any type in, the converted value out
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
         import math

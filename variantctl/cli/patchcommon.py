@@ -15,6 +15,7 @@ from variantctl.render.output import Block
 
 if TYPE_CHECKING:
     from variantctl.hostmodel import Host
+    from variantctl.jsontypes import Json
     from variantctl.patching.model import Patchset
     from variantctl.targets.base import Target
 
@@ -142,7 +143,7 @@ def render_per_host(
     *,
     multi: bool,
     as_json: bool,
-    to_json: Callable[[R], Any],
+    to_json: Callable[[R], Json],
     render: Callable[[R], list[Block]],
     exit_code: Callable[[R], int],
 ) -> int:

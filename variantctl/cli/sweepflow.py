@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
@@ -17,7 +17,10 @@ from variantctl.project.loaded import Project
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
 if TYPE_CHECKING:
+    from variantctl.hostmodel import Host
     from variantctl.runs.sweepstate import SweepDoc
+    from variantctl.sweeps.executor import SweepUI
+    from variantctl.targets.base import Target
 
 
 def load_plan(project: Project, name: str, *, hosts: str | None, include_predicted: bool,
@@ -76,7 +79,7 @@ def load_plan(project: Project, name: str, *, hosts: str | None, include_predict
 class ProgressPrinter:
     """Live progress on stderr, one line per phase change: point i/N per host, ETA."""
 
-    def __init__(self, env: Environment, plan: Plan, clock: Any = time.monotonic):
+    def __init__(self, env: Environment, plan: Plan, clock: Callable[[], float] = time.monotonic):
         self.env, self.clock = env, clock
         self.lock = threading.Lock()
         self.by_host: dict[str, list[PlannedPoint]] = {}
@@ -194,7 +197,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
     ctx = project.launch_context(r for p in plan.points for r in p.variant.requires)
     ui = ProgressPrinter(env, plan, env.clock)
 
-    def make_runner(host: Any, target: Any, stop: threading.Event, point_ui: Any
+    def make_runner(host: Host, target: Target, stop: threading.Event, point_ui: SweepUI
                     ) -> TargetPointRunner:
         return TargetPointRunner(target, host, plan.spec, ctx, ui=point_ui, stop=stop,
                                  include_predicted=include_predicted, grace=grace,
@@ -236,7 +239,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
     return exit_code(doc, outcome.host_errors, interrupted)
 
 
-def exit_code(doc: Mapping[str, Any], host_errors: Mapping[str, Any], interrupted: bool
+def exit_code(doc: Mapping[str, Any], host_errors: Mapping[str, VariantctlError], interrupted: bool
               ) -> int:
     """130 interrupted; else the worst host error's code (4 unreachable); else 1 when a
     point that ran was not measured (failed start, server died, error); else 0."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.logs.bounded import visible
 from variantctl.runs.run import RunFileError, RunRecord, as_object
 from variantctl.runs.store import RunDir
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 #: facts shown in the listing (the full set is in ``runs show`` and the JSON)
 _FACTS = ("vllm_version", "engine", "attention_backend", "kv_cache_tokens")
@@ -38,7 +41,7 @@ def summary_json(d: RunDir, rec: RunRecord | RunFileError) -> dict[str, Any]:
     }
 
 
-def runs_table(rows: Sequence[dict[str, Any]]) -> Any:
+def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
     from rich.table import Table
     from rich.text import Text
 

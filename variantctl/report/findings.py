@@ -123,9 +123,11 @@ def tp_scaling(series: Sequence[Series]) -> list[TpScaling]:
 
     def tp_of(s: Series) -> int:
         value = settings_of(s.run).get(TP_KEY, 1)
+        if not isinstance(value, (int, float, str)):
+            return 1
         try:
             return int(value)
-        except (TypeError, ValueError):
+        except ValueError:
             return 1
 
     def rest(s: Series) -> tuple[str, ...]:

@@ -10,7 +10,6 @@ only those whose value is not the same in every run make the label.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from variantctl.report.model import RunInput
 
@@ -24,11 +23,11 @@ SHORT = {"enforce-eager": "eager", "max-num-seqs": "seqs", "tensor-parallel-size
 _MISSING = object()
 
 
-def settings_of(run: RunInput) -> dict[str, Any]:
+def settings_of(run: RunInput) -> dict[str, object]:
     """A run's performance-relevant settings, flat: ``args.max-num-seqs``, ``env.X``,
     ``patch.NAME``, ``host``, ``model``."""
     v = run.record.variant
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     args = v.get("args")
     if isinstance(args, Mapping):
         out.update({f"args.{k}": val for k, val in args.items()})
@@ -48,7 +47,7 @@ def _short(key: str) -> str:
     return name if group in ("env", "patch") else key
 
 
-def _text(value: Any, flag: bool) -> str:
+def _text(value: object, flag: bool) -> str:
     if value is _MISSING or value is None:
         return "off" if flag else "default"
     if value is True:

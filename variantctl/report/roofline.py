@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.report.model import ModelShape, Peaks
 from variantctl.variants.modelinfo import config_mapping
@@ -23,7 +22,7 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
                 "float8": 1, "fp8": 1, "int8": 1}
 
 
-def _int(data: Mapping[str, Any], *keys: str) -> int | None:
+def _int(data: Mapping[str, object], *keys: str) -> int | None:
     for key in keys:
         value = data.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
