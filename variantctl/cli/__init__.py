@@ -72,6 +72,8 @@ register("runs", "variantctl.cli.runs", "runs", "List and show archived runs.")
 register("sweep", "variantctl.cli.sweep", "sweep", "Run a grid of variants: plan, launch, bench.")
 register("report", "variantctl.cli.report", "report", "Write a report of a sweep or runs.")
 register("compare", "variantctl.cli.compare", "compare", "Compare two runs.")
+register("bisect", "variantctl.cli.bisect", "bisect",
+         "Find which setting makes the difference between two runs.")
 register("profile", "variantctl.cli.profile", "profile", "Show a run's profile breakdown.")
 
 

@@ -166,9 +166,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
                as_json: bool) -> int:
     from variantctl.cli.output import emit, print_json
     from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
-    from variantctl.sweeps.executor import TargetPointRunner, run_sweep
-    from variantctl.sweeps.state import SweepState, read_state
-    from variantctl.targets.connect import open_target
+    from variantctl.sweeps.state import read_state
 
     project = Project(env)
     path = project.runs.sweep_state_path(name)
@@ -183,6 +181,32 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
         return ExitCode.OK
     if not as_json:
         emit(env, [b for b in plan_blocks(plan, dry_run=False)])
+    doc, host_errors, interrupted = execute_plan(env, project, plan, name, previous=previous,
+                                                 resume=resume,
+                                                 include_predicted=include_predicted,
+                                                 grace=grace)
+    if as_json:
+        print_json(env, {"sweep": name, "state_file": str(path), "status": doc["status"],
+                         "points": doc["points"],
+                         "host_errors": {h: e.to_json() for h, e in host_errors.items()}})
+    else:
+        emit(env, result_blocks(doc, str(path)))
+        emit(env, host_error_blocks(sorted(host_errors.items())))
+    return exit_code(doc, host_errors, interrupted)
+
+
+def execute_plan(env: Environment, project: Project, plan: Plan, name: str, *,
+                 previous: SweepDoc | None, resume: bool, include_predicted: bool,
+                 grace: float) -> tuple[dict[str, Any], Mapping[str, Any], bool]:
+    """Run ``plan`` as sweep ``name`` (its state in the run store; with ``resume`` the
+    points ``previous`` finished are kept): launch, bench and stop every point with live
+    progress on stderr. Returns the final state document, the host errors and whether it
+    was interrupted. ``sweep`` and ``bisect`` both run their points through here."""
+    from variantctl.sweeps.executor import TargetPointRunner, run_sweep
+    from variantctl.sweeps.state import SweepState
+    from variantctl.targets.connect import open_target
+
+    path = project.runs.sweep_state_path(name)
     if previous is not None and not resume and previous.status != "done":
         env.stderr.print(f"the last run of sweep {name} did not finish ({path}); starting "
                          "afresh (--resume continues it instead)", markup=False,
@@ -228,15 +252,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
             f"could not write the sweep state {path}: {exc}",
             hint=f"make room, then `variantctl sweep {name} --resume` continues from the "
             "last state written", exit_code=ExitCode.FAILED) from None
-    doc = state.snapshot()
-    if as_json:
-        print_json(env, {"sweep": name, "state_file": str(path), "status": doc["status"],
-                         "points": doc["points"],
-                         "host_errors": {h: e.to_json() for h, e in outcome.host_errors.items()}})
-    else:
-        emit(env, result_blocks(doc, str(path)))
-        emit(env, host_error_blocks(sorted(outcome.host_errors.items())))
-    return exit_code(doc, outcome.host_errors, interrupted)
+    return dict(state.snapshot()), outcome.host_errors, interrupted
 
 
 def exit_code(doc: Mapping[str, Any], host_errors: Mapping[str, VariantctlError], interrupted: bool

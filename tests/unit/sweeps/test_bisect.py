@@ -1,0 +1,149 @@
+"""``bisect RUN_A RUN_B`` (issue 21.3): which of the settings two runs differ in accounts
+for their throughput difference. Real launches of the labelled FAKE OpenAI server
+(tests/support/fake_openai_server.py: not vLLM): run A and run B differ in three settings,
+of which only ``itl-ms`` (5 → 60 ms a token) changes the server's speed strongly; the
+other two (``ttft-ms`` 20 → 22, an environment variable the fake ignores) do not."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.support.bench_project import FAKE_OPENAI, make_bench_project
+from tests.support.sshd import free_port
+
+Run = Callable[..., CliResult]
+
+BENCH = ("bench:\n  concurrency: [1]\n  requests: 24\n  output_len: 8\n"
+         "  ignore_eos: true\n  warmup: 'off'\n")
+
+
+def _project(tmp_path: Path, points: list[str]) -> Path:
+    project = make_bench_project(tmp_path / "proj", gpu_monitor=False)
+    (project / "variants" / "fake.yaml").write_text(
+        "description: FAKE OpenAI-compatible server with known timing; not vLLM\n"
+        f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
+        f"port: {free_port()}\n"
+        "args:\n  ttft-ms: 20\n  itl-ms: 5\n"
+        "startup:\n  ready_timeout: 30\n  stall: 30\n")
+    (project / "sweeps").mkdir()
+    include = "".join(f"  - {p}\n" for p in points)
+    (project / "sweeps" / "ab.yaml").write_text(
+        f"base: fake\nhosts: [local]\ninclude:\n{include}{BENCH}")
+    return project
+
+
+def _runs(run_cli: Run, project: Path) -> list[str]:
+    res = run_cli(["sweep", "ab", "--json"], project=project)
+    assert res.code == 0, res.output
+    return [p["run_id"] for p in json.loads(res.stdout)["points"]]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    from tests.conftest import make_env
+    from variantctl.cli import run
+
+    tmp = tmp_path_factory.mktemp("bisect")
+    project = _project(tmp, [
+        "{args.ttft-ms: 20, args.itl-ms: 5, env.BISECT_TAG: a}",
+        "{args.ttft-ms: 22, args.itl-ms: 60, env.BISECT_TAG: b}",
+    ])
+    env = make_env(project, tmp / "cache")
+    code = run(["sweep", "ab", "--json"], env)
+    out = env.stdout.file.getvalue()  # type: ignore[attr-defined]
+    assert code == 0, out + env.stderr.file.getvalue()  # type: ignore[attr-defined]
+    a, b = (p["run_id"] for p in json.loads(out)["points"])
+    return project, a, b
+
+
+def test_bisect_names_the_setting_that_makes_the_difference(
+        run_cli: Run, two_runs: tuple[Path, str, str]) -> None:
+    project, a, b = two_runs
+    res = run_cli(["bisect", a, b, "--json"], project=project)
+    assert res.code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["strategy"] == "one-at-a-time"
+    assert {s["setting"] for s in out["settings"]} == {"args.itl-ms", "args.ttft-ms",
+                                                       "env.BISECT_TAG"}
+    assert out["found"]["settings"] == ["args.itl-ms"], out
+    # itl 5 → 60 ms: B is far slower, and itl-ms alone holds most of it
+    assert out["total"]["significant"] and out["total"]["delta_pct"] < -50
+    assert out["found"]["significant"] and out["found"]["share"] > 0.8
+    lo, hi = out["found"]["ci95_pct"]
+    assert lo <= out["found"]["delta_pct"] <= hi
+    # round 1 only: A, B and each setting alone
+    assert out["rounds"] == 1 and out["launches"]["made"] == 5
+    by = {m["configuration"]: m for m in out["measurements"]}
+    assert by["env.BISECT_TAG"]["share"] < 0.5 and by["args.ttft-ms"]["share"] < 0.5
+    # the rich table names it too
+    again = run_cli(["bisect", a, b, "--resume"], project=project)
+    assert again.code == 0, again.output
+    assert "found: the setting args.itl-ms" in again.stdout, again.stdout
+
+
+def test_bisect_dry_run_prints_the_cost_and_launches_nothing(
+        run_cli: Run, two_runs: tuple[Path, str, str]) -> None:
+    project, a, b = two_runs
+    before = sorted(p.name for p in (project / "runs").iterdir())
+    res = run_cli(["bisect", a, b, "--dry-run", "--json"], project=project)
+    assert res.code == 0, res.output
+    out = json.loads(res.stdout)
+    # k = 3: A, B and three singles; then at most three pairs
+    assert out["launches"] == {"first_round": 5, "at_most": 8}
+    assert len(out["plan"]["points"]) == 5
+    table = run_cli(["bisect", a, b, "--dry-run"], project=project)
+    assert table.code == 0, table.output
+    assert "5 launches in round 1, at most 8 in all" in table.stdout
+    assert sorted(p.name for p in (project / "runs").iterdir()) == before
+
+
+def test_bisect_plan_for_many_settings_is_group_halving() -> None:
+    from variantctl.sweeps.bisect import cost, decide, first_round
+
+    assert cost(3) == (5, 8) and cost(1) == (2, 2) and cost(8) == (4, 8)
+    assert len(first_round(8)) == 4  # A, B, the two halves
+    assert decide(8, {}, None).found is None
+
+
+def test_bisect_refuses_bad_input(run_cli: Run, two_runs: tuple[Path, str, str],
+                                  tmp_path: Path) -> None:
+    project, a, _ = two_runs
+    cases = [
+        (["bisect", a, "ffffffffff-9"], "no run 'ffffffffff-9'"),
+        (["bisect", a, a], "same run"),
+    ]
+    for argv, want in cases:
+        res = run_cli(argv, project=project)
+        assert res.code == 2, res.output
+        errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and want in errors[0], res.stderr
+        assert "Traceback" not in res.output
+    res = run_cli(["bisect", a, "nope", "--json"], project=project)
+    assert res.code == 2 and json.loads(res.stdout)["error"], res.output
+
+
+def test_bisect_refuses_identical_runs_other_hosts_and_runs_without_benchmarks(
+        run_cli: Run, tmp_path: Path) -> None:
+    project = _project(tmp_path, ["{args.itl-ms: 5}", "{args.itl-ms: 5}"])
+    a, b = _runs(run_cli, project)
+    res = run_cli(["bisect", a, b], project=project)
+    assert res.code == 2, res.output
+    assert "have the same configuration" in res.stderr and "Traceback" not in res.output
+    # the same run record on another host; and one whose benchmarks list is empty
+    run_b = next(p for p in (project / "runs").iterdir() if p.name.endswith(b))
+    doc = json.loads((run_b / "run.json").read_text())
+    doc["host"]["name"] = "gpu7"
+    (run_b / "run.json").write_text(json.dumps(doc))
+    res = run_cli(["bisect", a, b], project=project)
+    assert res.code == 2 and "ran on host local" in res.stderr and "gpu7" in res.stderr
+    doc["host"]["name"] = "local"
+    doc["benchmarks"] = []
+    (run_b / "run.json").write_text(json.dumps(doc))
+    res = run_cli(["bisect", a, b], project=project)
+    assert res.code == 2 and f"run {b} has no benchmark" in res.stderr, res.output
