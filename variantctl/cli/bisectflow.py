@@ -7,12 +7,14 @@ How it decides is :mod:`variantctl.sweeps.bisect`; docs/report.md "bisect" expla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonMapping
 from variantctl.project.loaded import Project
 from variantctl.sweeps.bisect import (
     GREEDY_MAX,
@@ -67,7 +69,6 @@ def load_bisection(project: Project, run_a: str, run_b: str) -> Bisection:
     bisect can vary; A's configuration rebuilt from its variant (an error, exit 2,
     otherwise)."""
     from variantctl.report.load import load_run
-    from variantctl.sweeps.model import sweep_of_name
 
     store = project.runs
     a, b = load_run(store, run_a), load_run(store, run_b)
@@ -99,7 +100,7 @@ def load_bisection(project: Project, run_a: str, run_b: str) -> Bisection:
         raise _bad(f"runs {a.run_id} and {b.run_id} have the same configuration: there is "
                    "no setting to bisect",
                    hint="variantctl compare tells whether they differ beyond the noise")
-    base = _rebuild(project, a, sweep_of_name)
+    base = _rebuild(project, a)
     notes = []
     va, vb = (r.record.facts.get("vllm_version") for r in (a, b))
     if va != vb:
@@ -109,9 +110,11 @@ def load_bisection(project: Project, run_a: str, run_b: str) -> Bisection:
     return Bisection(a, b, host_a, settings, base, a.results[-1][1].params, tuple(notes))
 
 
-def _rebuild(project: Project, a: RunInput, sweep_of_name: Any) -> ResolvedVariant:
+def _rebuild(project: Project, a: RunInput) -> ResolvedVariant:
     """Run A's configuration: its variant (a sweep point's base) with A's args, env and
     patchsets as run.json recorded them."""
+    from variantctl.sweeps.model import sweep_of_name
+
     name = a.record.variant_name
     root = name.rpartition("@")[0] if sweep_of_name(name) is not None else name
     try:
@@ -120,19 +123,27 @@ def _rebuild(project: Project, a: RunInput, sweep_of_name: Any) -> ResolvedVaria
         raise _bad(f"run {a.run_id}: its variant {root} cannot be resolved: {exc.message}",
                    hint="bisect launches the runs' variant; restore its file") from None
     stored = a.record.variant
-    args = {k: None for k in variant.args if k not in (stored.get("args") or {})}
-    args.update({str(k): _thawed(v) for k, v in (stored.get("args") or {}).items()})
-    env: dict[str, str | None] = {k: None for k in variant.env
-                                  if k not in (stored.get("env") or {})}
-    env.update({str(k): str(v) for k, v in (stored.get("env") or {}).items()})
+    stored_args, stored_env = _section(stored, "args"), _section(stored, "env")
+    args: dict[str, Any] = {k: None for k in variant.args if k not in stored_args}
+    args.update({k: _thawed(v) for k, v in stored_args.items()})
+    env: dict[str, str | None] = {k: None for k in variant.env if k not in stored_env}
+    env.update({k: str(v) for k, v in stored_env.items()})
     rebuilt = variant.with_args(args, env=env, origin=f"run {a.run_id}")
-    rebuilt = replace(rebuilt, requires=tuple(stored.get("requires") or ()))
+    requires = stored.get("requires")
+    names = requires if isinstance(requires, (list, tuple)) else ()
+    rebuilt = replace(rebuilt, requires=tuple(str(r) for r in names))
     _, other = settings_between(rebuilt.to_dict(), stored)
     if other:
         raise _bad(f"run {a.run_id}: variant {root} has changed since ({', '.join(other)} "
                    "differ): bisect would not measure run A's configuration",
                    hint="restore the variant file as it was for run A")
     return rebuilt
+
+
+def _section(stored: JsonMapping, key: str) -> JsonMapping:
+    """``args`` or ``env`` of a recorded variant ({} when absent)."""
+    value = stored.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _thawed(value: Any) -> Any:

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.support.bench_project import FAKE_OPENAI, make_bench_project
 from tests.support.sshd import free_port
+from variantctl.sweeps.bisect import Effect
 
 Run = Callable[..., CliResult]
 
@@ -103,12 +104,38 @@ def test_bisect_dry_run_prints_the_cost_and_launches_nothing(
     assert sorted(p.name for p in (project / "runs").iterdir()) == before
 
 
-def test_bisect_plan_for_many_settings_is_group_halving() -> None:
+def _effect(subset: frozenset[int], share: float, significant: bool = True) -> Effect:
+    delta = -50.0 * share
+    return Effect(subset, delta, delta - 2, delta + 2, significant, share, 24)
+
+
+def test_bisect_decides_pairs_and_halves() -> None:
+    """The rounds after the first: a delta only a pair holds is found in round 2; more than
+    4 settings are halved down to the one that holds the delta (pure: sweeps/bisect.py)."""
     from variantctl.sweeps.bisect import cost, decide, first_round
 
+    f = frozenset
     assert cost(3) == (5, 8) and cost(1) == (2, 2) and cost(8) == (4, 8)
-    assert len(first_round(8)) == 4  # A, B, the two halves
-    assert decide(8, {}, None).found is None
+    total = _effect(f({0, 1, 2}), 1.0)
+    singles = {f({i}): _effect(f({i}), 0.3) for i in range(3)}
+    step = decide(3, singles, total)
+    assert step.found is None and set(step.next) == {f({0, 1}), f({0, 2}), f({1, 2})}
+    pairs = {**singles, f({0, 1}): _effect(f({0, 1}), 0.4), f({0, 2}): _effect(f({0, 2}), 0.9),
+             f({1, 2}): _effect(f({1, 2}), 0.9, significant=False)}
+    assert decide(3, pairs, total).found == f({0, 2})
+    # k = 8: A, B and the halves {0..3} {4..7}; then {4, 5} {6, 7}; then {6} {7}
+    assert first_round(8)[2:] == (f({0, 1, 2, 3}), f({4, 5, 6, 7}))
+    seen = {f({0, 1, 2, 3}): _effect(f({0, 1, 2, 3}), 0.1),
+            f({4, 5, 6, 7}): _effect(f({4, 5, 6, 7}), 0.95)}
+    assert decide(8, seen, total).next == (f({4, 5}), f({6, 7}))
+    seen |= {f({4, 5}): _effect(f({4, 5}), 0.0), f({6, 7}): _effect(f({6, 7}), 0.9)}
+    assert decide(8, seen, total).next == (f({6}), f({7}))
+    seen |= {f({6}): _effect(f({6}), 0.2), f({7}): _effect(f({7}), 0.3)}
+    # neither of 6 and 7 alone holds half: they act together, the group is named
+    assert decide(8, seen, total).found == f({6, 7})
+    # B not beyond the noise when re-measured: nothing to explain
+    assert decide(8, seen, _effect(f(range(8)), 1.0, significant=False)
+                  ).found is None
 
 
 def test_bisect_refuses_bad_input(run_cli: Run, two_runs: tuple[Path, str, str],
