@@ -48,6 +48,7 @@ from variantctl.errors import ConfigError
 from variantctl.hostmodel import Host
 from variantctl.variants.flags import flag_problem, normalise_backend, normalise_flag
 from variantctl.variants.model import COMPILE_CACHES, Layer
+from variantctl.variants.resolve import ResolveMemo
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 #: a variant name becomes file names (pid file, run record, log, script, run directory)
@@ -105,7 +106,7 @@ class Catalog:
     layers: Mapping[str, Layer] = field(default_factory=lambda: MappingProxyType({}))
     hosts: Mapping[str, Host] = field(default_factory=lambda: MappingProxyType({}))
     #: inheritance results per variant, filled by variants.resolve (the layers never change)
-    resolved_memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    resolved_memo: ResolveMemo = field(default_factory=dict, compare=False, repr=False)
 
     def names(self) -> list[str]:
         return sorted(self.layers)

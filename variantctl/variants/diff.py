@@ -7,19 +7,28 @@ so a changed list item or nested vendor key reads as one before/after pair.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Final, TypeAlias
 
+from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.variants.model import ResolvedVariant
 
 
-class _Unset:
+class Unset(Enum):
+    """The type of :data:`UNSET` (an enum member, so ``x is UNSET`` narrows a type)."""
+
+    UNSET = "UNSET"
+
     def __repr__(self) -> str:
         return "UNSET"
 
 
 #: a setting one side does not have
-UNSET: Any = _Unset()
+UNSET: Final = Unset.UNSET
+#: a setting's value in a launch view, or UNSET
+Setting: TypeAlias = Json | Unset
 
 #: sections whose keys are compared one by one; other fields compare as a whole
 KEYED = ("args", "env", "expect", "startup", "vendor")
@@ -34,8 +43,8 @@ class Change:
 
     group: str
     key: str | None
-    old: Any
-    new: Any
+    old: Setting
+    new: Setting
 
     @property
     def kind(self) -> str:
@@ -49,7 +58,7 @@ class Change:
     def label(self) -> str:
         return self.key if self.key is not None else ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "group": self.group,
             "key": self.key,
@@ -94,28 +103,27 @@ def diff_variants(a: ResolvedVariant, b: ResolvedVariant) -> list[Change]:
     return changes
 
 
-def _keys(section: Any) -> list[str]:
-    return [str(k) for k in section] if isinstance(section, dict) else []
+def _keys(section: Setting) -> list[str]:
+    return [str(k) for k in section] if isinstance(section, Mapping) else []
 
 
-def _get(view: dict[str, Any], group: str, key: str | None) -> Any:
+def _get(view: JsonMapping, group: str, key: str | None) -> Setting:
     value = view.get(group, UNSET)
     if key is None:
         return value
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         return UNSET
     return value.get(key, UNSET)
 
 
-def _key_pos(change: Change, va: dict[str, Any], vb: dict[str, Any]) -> tuple[int, str]:
+def _key_pos(change: Change, va: JsonMapping, vb: JsonMapping) -> tuple[int, str]:
     # keys keep the order they have in A (then B), which follows the files
-    keys = list(va.get(change.group) or {}) if isinstance(va.get(change.group), dict) else []
-    keys += [k for k in (vb.get(change.group) or {}) if k not in keys] \
-        if isinstance(vb.get(change.group), dict) else []
+    keys = _keys(va.get(change.group, UNSET))
+    keys += [k for k in _keys(vb.get(change.group, UNSET)) if k not in keys]
     return (keys.index(change.key) if change.key in keys else 0, change.key or "")
 
 
-def format_value(value: Any) -> str:
+def format_value(value: object) -> str:
     """How a value reads in the table: ``(unset)``, ``true``, lists joined by spaces."""
     if value is UNSET or value is None:
         return "(unset)"
@@ -130,7 +138,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _flag_words(flag: str, value: Any) -> str:
+def _flag_words(flag: str, value: Setting) -> str:
     if value is True:
         return f"--{flag}"
     if value is False:
@@ -159,8 +167,8 @@ def summarise(changes: list[Change]) -> list[str]:
             else:
                 out.append(f"{prefix}{c.key} {format_value(c.old)}→{format_value(c.new)}")
         elif c.group in ("requires",):
-            old = set(c.old or ()) if c.old is not UNSET else set()
-            new = c.new if c.new is not UNSET else []
+            old = set(c.old) if isinstance(c.old, list) else set()
+            new = c.new if isinstance(c.new, list) else []
             out.extend(f"+requires {r}" for r in new if r not in old)
         else:
             out.append(f"{c.group} {format_value(c.old)}→{format_value(c.new)}")

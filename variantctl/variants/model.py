@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
+
+from variantctl.jsontypes import JsonObject
 
 Scalar = str | int | float | bool
 #: a flag value after resolution: scalar, ``True`` (bare flag), ``False`` (off) or a list
@@ -22,7 +24,7 @@ DEFAULT_HOST = "local"
 COMPILE_CACHES = ("shared", "per-variant")
 
 
-def _empty() -> Mapping[str, Any]:
+def _empty() -> Mapping[str, NoReturn]:  # an empty mapping of any value type
     return MappingProxyType({})
 
 
@@ -50,7 +52,7 @@ class Vendor:
     attention_backend_default: str | None = None
     unavailable_backends: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "name": self.name,
             "backports": list(self.backports),
@@ -156,7 +158,7 @@ class ResolvedVariant:
             origins["name"] = origin
         return replace(out, origins=MappingProxyType(origins))
 
-    def launch_view(self) -> dict[str, Any]:
+    def launch_view(self) -> JsonObject:
         """What decides how the server runs (no name, description, tags or origins)."""
         return {
             "host": self.host,
@@ -176,7 +178,7 @@ class ResolvedVariant:
                else {}),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form of every field."""
         return {
             "name": self.name,

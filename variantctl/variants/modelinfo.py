@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+
+from variantctl.jsontypes import Json
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,11 @@ class ModelInfo:
     architectures: tuple[str, ...] = ()
 
 
-def _int(value: Any) -> int | None:
+def _int(value: Json) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def config_mapping(text: str) -> dict[str, Any] | None:
+def config_mapping(text: str) -> dict[str, Json] | None:
     """A ``config.json`` text as one mapping, or None when it is not a JSON object.
 
     Multimodal configs keep the language model's numbers under ``text_config``; those
@@ -58,7 +59,7 @@ def parse_model_config(text: str, source: str) -> ModelInfo | None:
         return None
     data = merged
 
-    def pick(key: str) -> Any:
+    def pick(key: str) -> Json:
         return data.get(key)
 
     arch = data.get("architectures")

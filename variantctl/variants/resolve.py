@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from variantctl.errors import ConfigError, NotFoundError
 from variantctl.spelling import did_you_mean
@@ -41,7 +41,7 @@ class LayerCatalog(Protocol):
     def layers(self) -> Mapping[str, Layer]: ...
 
     @property
-    def resolved_memo(self) -> dict[str, Any]: ...
+    def resolved_memo(self) -> ResolveMemo: ...
 
 SCALARS = ("host", "command", "model", "port", "vllm_version", "log", "compile_cache")
 SECTIONS = ("args", "env", "expect", "startup", "vendor")
@@ -162,7 +162,11 @@ def _extends_mark(layer: Layer, i: int) -> tuple[str, int | None, int | None]:
     return (layer.source, None, None)
 
 
-def _accumulate(name: str, layers: Mapping[str, Layer], memo: dict[str, _Acc]) -> _Acc:
+#: each variant's merged values, kept by a catalog between resolves (opaque to others)
+ResolveMemo: TypeAlias = dict[str, _Acc]
+
+
+def _accumulate(name: str, layers: Mapping[str, Layer], memo: ResolveMemo) -> _Acc:
     """The merged values of ``name``; every ancestor's result is kept in ``memo``.
 
     Parents are resolved before children in an explicit post-order walk (no
@@ -213,7 +217,7 @@ def _known(layers: Mapping[str, Layer], name: str) -> None:
         raise NotFoundError(f"unknown variant {name!r}", hint=hint)
 
 
-def _resolve(layers: Mapping[str, Layer], name: str, memo: dict[str, Any]) -> ResolvedVariant:
+def _resolve(layers: Mapping[str, Layer], name: str, memo: ResolveMemo) -> ResolvedVariant:
     _known(layers, name)
     acc = _accumulate(name, layers, memo)
     layer = layers[name]
