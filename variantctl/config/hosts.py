@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
 
 from variantctl.config.schema import (
     Check,
@@ -72,6 +72,66 @@ def expand_vars(value: str, path: KeyPath, doc: Document, environ: Mapping[str, 
     return _EXPAND.sub(sub, value)
 
 
+class SshData(TypedDict, total=False):
+    """A checked ``ssh:`` mapping."""
+
+    alias: str
+    host: str
+    user: str
+    port: int
+    key: str
+    config: str
+
+
+class VendorData(TypedDict, total=False):
+    """A checked ``vendor:`` mapping (hosts.yaml and variant files)."""
+
+    name: str
+    backports: tuple[str, ...]
+    attention_backend_default: str
+    unavailable_backends: tuple[str, ...]
+
+
+class SlurmData(TypedDict, total=False):
+    """A checked ``slurm:`` mapping."""
+
+    partition: str
+    gres: str
+    time: str
+    account: str
+    qos: str
+    sbatch: tuple[str, ...]
+    patch_roots: str
+    max_jobs: int
+    ports: tuple[int, ...]
+    conf: str
+
+
+class GpuData(TypedDict, total=False):
+    """A checked ``gpu:`` mapping."""
+
+    name: str
+    peak_bandwidth_gbs: float
+    peak_tflops: float
+    count: int
+
+
+class HostData(TypedDict, total=False):
+    """One checked host of hosts.yaml."""
+
+    ssh: SshData
+    python: str
+    env: dict[str, str]
+    site_roots: tuple[str, ...]
+    workdir: str
+    gpu_monitor: str | None
+    description: str
+    vllm_version: str
+    vendor: VendorData
+    gpu: GpuData
+    slurm: SlurmData
+
+
 _SSH = Struct(
     "ssh",
     {
@@ -82,6 +142,7 @@ _SSH = Struct(
         "key": Field(Str()),
         "config": Field(Str()),
     },
+    shape=SshData,
 )
 
 def _flag_list_problem(flags: tuple[str, ...]) -> str | None:
@@ -104,12 +165,13 @@ VENDOR = Struct(
         "attention_backend_default": Field(_BACKEND),
         "unavailable_backends": Field(ListOf(_BACKEND, single=True)),
     },
+    shape=VendorData,
 )
 
 VLLM_VERSION = Str(pattern=VERSION_PATTERN, what="a vLLM version such as 0.6.3")
 
 
-def vendor_from(raw: dict[str, Any] | None, base: Vendor | None = None) -> Vendor | None:
+def vendor_from(raw: VendorData | None, base: Vendor | None = None) -> Vendor | None:
     """A Vendor from a checked ``vendor:`` mapping, keys not given taken from ``base``."""
     if raw is None:
         return base
@@ -148,6 +210,7 @@ _SLURM = Struct(
         "ports": Field(_PORTS),
         "conf": Field(Str()),
     },
+    shape=SlurmData,
 )
 
 _HOST = Struct(
@@ -168,9 +231,10 @@ _HOST = Struct(
             "peak_bandwidth_gbs": Field(Float(min=0.001, finite=True)),
             "peak_tflops": Field(Float(min=0.001, finite=True)),
             "count": Field(Int(min=1)),
-        })),
+        }, shape=GpuData)),
         "slurm": Field(_SLURM),
     },
+    shape=HostData,
 )
 
 _HOSTS = MapOf(Str(pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*", what="a host name"), _HOST)
@@ -198,16 +262,16 @@ def load_hosts_file(
     doc = load_yaml_file(path, display=display)
     if doc.data is None:
         return hosts
-    data: dict[str, dict[str, Any]] = _HOSTS.check(doc.data, (), doc)
+    data = _HOSTS.check(doc.data, (), doc)
     for name, raw in data.items():
         hosts[name] = _host_from(name, raw, doc, environ, hosts.get(name))
     return hosts
 
 
 def _host_from(
-    name: str, raw: dict[str, Any], doc: Document, environ: Mapping[str, str], base: Host | None
+    name: str, raw: HostData, doc: Document, environ: Mapping[str, str], base: Host | None
 ) -> Host:
-    def ex(key: str, value: str, *sub: Any) -> str:
+    def ex(key: str, value: str, *sub: str | int) -> str:
         return expand_vars(value, (name, key, *sub), doc, environ)
 
     ssh = None
@@ -255,7 +319,7 @@ def _host_from(
     )
 
 
-def _slurm_from(raw: dict[str, Any], *, origins: tuple[tuple[str, str], ...] = ()
+def _slurm_from(raw: SlurmData, *, origins: tuple[tuple[str, str], ...] = ()
                 ) -> SlurmSpec:
     d = SlurmSpec()
     ports = raw.get("ports")

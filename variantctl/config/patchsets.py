@@ -83,7 +83,7 @@ _COMMON = {
     "count": Field(Int(min=1)),
 }
 
-_OP_SCHEMAS: dict[str, Struct] = {
+_OP_SCHEMAS: dict[str, Struct[StructData]] = {
     "set-keyword": Struct("set-keyword operation", {
         **_COMMON,
         "callee": Field(Str(pattern=DOTTED, what="a dotted callee name"), required=True),

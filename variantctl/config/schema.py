@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar, cast, overload
 
 from variantctl.config.yamlload import Document, KeyPath, YamlValue
 from variantctl.spelling import did_you_mean
@@ -227,21 +227,38 @@ class Field:
     default: object = _MISSING
 
 
-#: what a :class:`Struct` checks to: its keys' values, each of its own field's type. The one
-#: ``Any`` of the schema: the loader reads each key as the type its field's schema gave it
+#: what a :class:`Struct` without a ``shape`` checks to: its keys' values, each of its own
+#: field's type. The schema's one ``Any``: the loader reads each key as the type its field's
+#: schema gave it. A Struct with a ``shape`` (a TypedDict) checks to that instead.
 StructData = dict[str, Any]
 
+D = TypeVar("D", bound=Mapping[str, object])
 
-class Struct(Schema[StructData]):
-    """A mapping with known keys; unknown keys are errors with a did-you-mean."""
 
-    def __init__(self, what: str, fields: dict[str, Field], *, extra_ok: Sequence[str] = ()):
+class Struct(Schema[D]):
+    """A mapping with known keys; unknown keys are errors with a did-you-mean.
+
+    ``shape``: the TypedDict the checked mapping is (its keys are the fields', each typed
+    as its field's schema checks it; ``tests/unit/core/test_yamlload.py`` holds them to
+    that); without it the result is :data:`StructData`."""
+
+    @overload
+    def __init__(self: Struct[StructData], what: str, fields: dict[str, Field], *,
+                 extra_ok: Sequence[str] = ()) -> None: ...
+
+    @overload
+    def __init__(self, what: str, fields: dict[str, Field], *,
+                 extra_ok: Sequence[str] = (), shape: type[D]) -> None: ...
+
+    def __init__(self, what: str, fields: dict[str, Field], *,
+                 extra_ok: Sequence[str] = (), shape: type[D] | None = None) -> None:
+        self.shape = shape
         self.what = what
         self.fields = fields
         self.extra_ok = set(extra_ok)
         self.expected = f"a mapping ({what})"
 
-    def check(self, value: object, path: KeyPath, doc: Document) -> StructData:
+    def check(self, value: object, path: KeyPath, doc: Document) -> D:
         if not isinstance(value, dict):
             return self.fail(value, path, doc)
         for k in value:
@@ -254,7 +271,7 @@ class Struct(Schema[StructData]):
                     hint=hint or f"known keys: {known}",
                     key=True,
                 )
-        out: StructData = {}
+        out: dict[str, object] = {}
         for name, f in self.fields.items():
             if name in value:
                 out[name] = f.schema.check(value[name], (*path, name), doc)
@@ -262,4 +279,5 @@ class Struct(Schema[StructData]):
                 raise doc.error(path, f"missing required key {name!r} in {self.what}")
             elif f.default is not _MISSING:
                 out[name] = f.default
-        return out
+        # each value is what its field's schema checked it to: the shape says so by type
+        return cast(D, out)

@@ -187,3 +187,28 @@ def test_a_device_or_fifo_is_refused_unread(tmp_path: Path, make: str) -> None:
     with pytest.raises(ConfigError) as exc:
         load_yaml_file(path, display="variants/hosts.yaml")
     assert str(exc.value) == "variants/hosts.yaml: not a regular file (a device, FIFO or socket)"
+
+
+def _shaped_structs() -> list[Struct]:
+    """Every Struct that declares a TypedDict shape, nested ones included."""
+    from variantctl.config import hosts
+
+    found: list[Struct] = []
+    todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST]
+    while todo:
+        schema = todo.pop()
+        if isinstance(schema, Struct) and schema not in found:
+            found.append(schema)
+            todo.extend(f.schema for f in schema.fields.values())
+    return [s for s in found if s.shape is not None]
+
+
+def test_a_struct_shape_has_exactly_its_fields_keys() -> None:
+    # the shape is the type the loaders read a checked mapping as: a key the schema
+    # checks but the shape lacks (or the other way round) would be typed wrong
+    shaped = _shaped_structs()
+    assert {s.what for s in shaped} >= {"ssh", "vendor", "slurm", "host", "gpu"}
+    for s in shaped:
+        assert s.shape is not None
+        assert set(s.shape.__annotations__) == set(s.fields), s.what
+        assert not s.shape.__required_keys__, s.what  # no key is required by the shape
