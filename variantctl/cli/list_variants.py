@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.variants.model import ResolvedVariant
 
 
 @click.command("list")
@@ -21,7 +24,7 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
     from variantctl.variants.resolve import resolve
 
     catalog = load_catalog(env.variants_dir)
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[str, ResolvedVariant, list[str]]] = []
     for name in catalog.names():
         v = resolve(catalog, name)
         if tags and not set(tags) & set(v.tags):
@@ -31,13 +34,15 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
         else:
             n = len(v.args)
             changes = [f"(base) {n} flag{'' if n == 1 else 's'} on {v.host}"]
-        rows.append({"name": name, "extends": list(v.parents), "changes": changes,
-                     "requires": list(v.requires), "tags": list(v.tags),
-                     "host": v.host, "port": v.port, "description": v.description})
+        rows.append((name, v, changes))
     if as_json:
         from variantctl.cli.output import print_json
 
-        print_json(env, {"variants": rows})
+        print_json(env, {"variants": [
+            {"name": name, "extends": list(v.parents), "changes": changes,
+             "requires": list(v.requires), "tags": list(v.tags),
+             "host": v.host, "port": v.port, "description": v.description}
+            for name, v, changes in rows]})
         return
     if not rows:
         env.stderr.print("no variants" + (f" tagged {', '.join(tags)}" if tags else "")
@@ -49,8 +54,8 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("NAME", "EXTENDS", "CHANGES", "REQUIRES", "TAGS"):
         table.add_column(col, overflow="fold", no_wrap=col == "NAME")
-    for r in rows:
-        table.add_row(Text(r["name"]), Text(", ".join(r["extends"]) or "-"),
-                      Text("\n".join(r["changes"]) or "(same)"),
-                      Text(", ".join(r["requires"]) or "-"), Text(", ".join(r["tags"]) or "-"))
+    for name, v, changes in rows:
+        table.add_row(Text(name), Text(", ".join(v.parents) or "-"),
+                      Text("\n".join(changes) or "(same)"),
+                      Text(", ".join(v.requires) or "-"), Text(", ".join(v.tags) or "-"))
     env.stdout.print(table)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from variantctl.bench.model import BenchResult
 from variantctl.bench.stored import read_benchmark
 from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.hostmodel import GpuSpec
+from variantctl.jsontypes import JsonMapping
 from variantctl.report.model import ModelShape, Peaks, PlannedSkip, RunInput
 from variantctl.report.roofline import parse_model_shape
 from variantctl.runs.store import RunStore, read_bounded
@@ -47,7 +47,7 @@ def load_run(store: RunStore, run_id: str, label: str | None = None,
             bad.append(f"{d.path / name}: missing")
         except VariantctlError as exc:
             bad.append(exc.message)
-    profiles: list[Mapping[str, Any]] = []
+    profiles: list[JsonMapping] = []
     for name in record.profiles:
         try:
             stored = store.read_profile(d.path, name)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from variantctl.bench.model import BenchResult
+from variantctl.jsontypes import JsonMapping
 from variantctl.runs.run import RunRecord
 
 
@@ -30,7 +30,7 @@ class RunInput:
     #: a line the report shows about this run (a sweep's stop rule ending the ladder)
     note: str = ""
     #: ``bench --profile`` breakdowns measured on this run, one per level (report/profile.py)
-    profiles: tuple[Mapping[str, Any], ...] = ()
+    profiles: tuple[JsonMapping, ...] = ()
 
     @property
     def run_id(self) -> str:
