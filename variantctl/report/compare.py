@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.bench.model import BenchResult
 from variantctl.bench.uncertainty import MetricTest, compare_points, verdict
+from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.report.model import RunInput
 from variantctl.report.series import points_of
 from variantctl.variants.diff import UNSET, format_value
@@ -37,10 +37,11 @@ class SettingChange:
 
     group: str
     key: str
-    a: Any
-    b: Any
+    #: the value on each side; UNSET where that side does not have the setting
+    a: Json
+    b: Json
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"group": self.group, "key": self.key,
                 "a": None if self.a is UNSET else self.a, "b": None if self.b is UNSET else self.b,
                 "a_text": format_value(self.a), "b_text": format_value(self.b)}
@@ -75,8 +76,8 @@ class Comparison:
                 out[c] = v
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        def side(r: RunInput, files: tuple[str, ...]) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        def side(r: RunInput, files: tuple[str, ...]) -> JsonObject:
             return {"run_id": r.run_id, "variant": r.record.variant_name,
                     "host": r.record.host.get("name"), "verdict": r.record.verdict.kind,
                     "benchmarks": list(files)}
@@ -88,7 +89,7 @@ class Comparison:
                 "also_differs": [c.to_json() for c in self.also], "notes": list(self.notes)}
 
 
-def _shape(result: BenchResult) -> dict[str, Any]:
+def _shape(result: BenchResult) -> JsonObject:
     """What a level sends: the bench parameters without the ladder's shape."""
     return {k: v for k, v in result.params.to_json().items() if k not in _LADDER}
 
@@ -136,24 +137,28 @@ def _success_notes(a: Sequence[BenchResult], b: Sequence[BenchResult]) -> list[s
     return out
 
 
-def _view(run: RunInput) -> dict[str, Any]:
-    return {k: v for k, v in _plain(run.record.variant).items() if k not in _NOT_CONFIG}
+def _view(run: RunInput) -> JsonObject:
+    return {k: v for k, v in _plain_object(run.record.variant).items() if k not in _NOT_CONFIG}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Json) -> Json:
     """Frozen mappings/tuples as dicts/lists, which deepdiff compares by content."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return _plain_object(value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
 
 
-def _patches(run: RunInput) -> dict[str, Any]:
+def _plain_object(value: JsonMapping) -> JsonObject:
+    return {str(k): _plain(v) for k, v in value.items()}
+
+
+def _patches(run: RunInput) -> JsonObject:
     """patchset -> {root: state}: what a patch did on each copy of the module; and
     ``patchset.fingerprint`` -> the definition's fingerprint (an edited patchset)."""
-    out: dict[str, Any] = {}
-    for name, info in _plain(run.record.patches).items():
+    out: JsonObject = {}
+    for name, info in _plain_object(run.record.patches).items():
         roots = info.get("roots") if isinstance(info, dict) else None
         out[name] = roots if isinstance(roots, dict) else info
         if isinstance(info, dict) and info.get("fingerprint"):
@@ -161,11 +166,11 @@ def _patches(run: RunInput) -> dict[str, Any]:
     return out
 
 
-def _facts(run: RunInput) -> dict[str, Any]:
+def _facts(run: RunInput) -> JsonObject:
     """The engine facts the log stated, one level deep (``config.enforce_eager``,
     ``requested.max_num_seqs``); timings (``*_seconds``) are measurements, not settings."""
-    facts: dict[str, Any] = {}
-    for key, value in _plain(run.record.facts).items():
+    facts: JsonObject = {}
+    for key, value in _plain_object(run.record.facts).items():
         if key.endswith("_seconds"):
             continue
         if isinstance(value, dict):
@@ -175,7 +180,7 @@ def _facts(run: RunInput) -> dict[str, Any]:
     return facts
 
 
-def changes_in(group: str, a: Mapping[str, Any], b: Mapping[str, Any],
+def changes_in(group: str, a: JsonMapping, b: JsonMapping,
                keyed: frozenset[str] = frozenset()) -> list[SettingChange]:
     """Every top-level setting that differs between ``a`` and ``b`` (deepdiff), a key of
     a ``keyed`` section (``args``, ``env``) as a setting of its own."""
@@ -205,15 +210,17 @@ def changes_in(group: str, a: Mapping[str, Any], b: Mapping[str, Any],
     return out
 
 
-def _keys(section: Any) -> list[str]:
+def _keys(section: Json) -> list[str]:
     return [str(k) for k in section] if isinstance(section, Mapping) else []
 
 
-def _at(data: Mapping[str, Any], key: tuple[str, ...]) -> Any:
-    value: Any = data
+def _at(data: JsonMapping, key: tuple[str, ...]) -> Json:
+    """The value at ``key``; UNSET (variants.diff's marker, untyped there) where absent."""
+    value: Json = data
     for part in key:
         if not isinstance(value, Mapping) or part not in value:
-            return UNSET
+            unset: Json = UNSET
+            return unset
         value = value[part]
     return value
 
@@ -227,7 +234,7 @@ def setting_changes(a: RunInput, b: RunInput) -> list[SettingChange]:
         *changes_in("patches", _patches(a), _patches(b)),
         # host.env is the environment too, but set on the host: named apart from env
         *(SettingChange("host.env" if c.group == "env" else c.group, c.key, c.a, c.b)
-          for c in changes_in("host", _plain(a.record.host), _plain(b.record.host),
+          for c in changes_in("host", _plain_object(a.record.host), _plain_object(b.record.host),
                               frozenset({"env"}))),
         *changes_in("facts", _facts(a), _facts(b)),
     ]
