@@ -19,7 +19,7 @@ from variantctl.bench.uncertainty import MetricTest, compare_points, verdict
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.report.model import RunInput
 from variantctl.report.series import points_of
-from variantctl.variants.diff import UNSET, format_value
+from variantctl.variants.diff import UNSET, Setting, format_value
 
 #: resolved-variant fields that name or describe a run rather than decide it
 _NOT_CONFIG = frozenset({"name", "description", "parents", "ancestors", "source", "tags",
@@ -38,8 +38,8 @@ class SettingChange:
     group: str
     key: str
     #: the value on each side; UNSET where that side does not have the setting
-    a: Json
-    b: Json
+    a: Setting
+    b: Setting
 
     def to_json(self) -> JsonObject:
         return {"group": self.group, "key": self.key,
@@ -214,13 +214,12 @@ def _keys(section: Json) -> list[str]:
     return [str(k) for k in section] if isinstance(section, Mapping) else []
 
 
-def _at(data: JsonMapping, key: tuple[str, ...]) -> Json:
-    """The value at ``key``; UNSET (variants.diff's marker, untyped there) where absent."""
+def _at(data: JsonMapping, key: tuple[str, ...]) -> Setting:
+    """The value at ``key``; UNSET where absent."""
     value: Json = data
     for part in key:
         if not isinstance(value, Mapping) or part not in value:
-            unset: Json = UNSET
-            return unset
+            return UNSET
         value = value[part]
     return value
 
