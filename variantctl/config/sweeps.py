@@ -10,7 +10,7 @@ import math
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from variantctl.config.hosts import ENV_NAME
 from variantctl.config.schema import (
@@ -33,9 +33,73 @@ from variantctl.sweeps.grid import grid_size, too_many_points
 from variantctl.sweeps.model import Axis, GridValue, StopRules, SweepSpec
 from variantctl.variants.flags import flag_problem, normalise_flag
 
+if TYPE_CHECKING:
+    from variantctl.benchparams import BenchParams
+
 _VALUE = Nullable(OneOf(Bool(), Int(), Float(), Str(allow_empty=True)))
 _VALUES = ListOf(_VALUE, min_len=1)
 _NAMES = ListOf(Str(pattern=NAME_PATTERN, what="a variant name"), single=True, min_len=1)
+
+class BenchData(TypedDict, total=False):
+    """A checked ``bench:`` mapping of a sweep file."""
+
+    concurrency: tuple[int, ...]
+    requests: int
+    duration: float
+    prompts: tuple[str, ...]
+    input_len: int
+    output_len: int
+    ignore_eos: bool
+    temperature: float
+    seed: int
+    warmup: int | str
+    repeat: int
+    endpoint: str
+    request_rate: float | str | tuple[float, ...]
+    ramp_up: str
+    ramp_start: float
+    ramp_end: float
+    timeout_s: float
+    trace_speed: float
+    search: str
+    slo: str
+    slo_percentile: float
+    max_level: float
+    prefix_len: int
+    prefixes: int
+    turns: int
+
+
+class GridData(TypedDict, total=False):
+    """A checked ``grid:`` mapping: each key's values, in order."""
+
+    args: dict[str, tuple[GridValue, ...]]
+    env: dict[str, tuple[GridValue, ...]]
+
+
+class StopData(TypedDict, total=False):
+    """A checked ``stop:`` mapping."""
+
+    min_success_pct: float
+    max_ttft_p90_ms: float
+
+
+class SweepData(TypedDict, total=False):
+    """A checked sweep file (``base`` is required by the schema)."""
+
+    description: str
+    base: tuple[str, ...]
+    hosts: tuple[str, ...]
+    port: int
+    grid: GridData
+    link: tuple[tuple[str, ...], ...]
+    exclude: tuple[dict[str, GridValue], ...]
+    include: tuple[dict[str, GridValue], ...]
+    bench: BenchData
+    profile: bool
+    rank: str
+    stop: StopData
+
 
 _BENCH = Struct("bench", {
     "concurrency": Field(ListOf(Int(min=1), single=True, min_len=1)),
@@ -66,7 +130,7 @@ _BENCH = Struct("bench", {
     "prefix_len": Field(Int(min=1)),
     "prefixes": Field(Int(min=1)),
     "turns": Field(Int(min=1)),
-})
+}, shape=BenchData)
 
 _SWEEP = Struct("sweep", {
     "description": Field(Str(allow_empty=True)),
@@ -77,7 +141,7 @@ _SWEEP = Struct("sweep", {
         "args": Field(MapOf(Str(), _VALUES)),
         "env": Field(MapOf(Str(pattern=ENV_NAME, what="an environment variable name"),
                            _VALUES)),
-    })),
+    }, shape=GridData)),
     "link": Field(ListOf(ListOf(Str(), min_len=2))),
     "exclude": Field(ListOf(MapOf(Str(), _VALUE))),
     "include": Field(ListOf(MapOf(Str(), _VALUE))),
@@ -87,8 +151,8 @@ _SWEEP = Struct("sweep", {
     "stop": Field(Struct("stop", {
         "min_success_pct": Field(Float(min=0, finite=True)),
         "max_ttft_p90_ms": Field(Float(min=0, finite=True)),
-    })),
-})
+    }, shape=StopData)),
+}, shape=SweepData)
 
 
 def sweeps_dir(project: Path) -> Path:
@@ -141,12 +205,12 @@ def parse_sweep(doc: Document, name: str) -> SweepSpec:
     if doc.data is None:
         raise ConfigError("empty sweep file", source=doc.source,
                           hint="a sweep needs at least `base:`")
-    data: dict[str, Any] = _SWEEP.check(doc.data, (), doc)
+    data = _SWEEP.check(doc.data, (), doc)
     bases = tuple(data["base"])
     axes: list[Axis] = []
-    grid = data.get("grid") or {}
-    for section in ("args", "env"):
-        for raw, values in (grid.get(section) or {}).items():
+    grid: GridData = data.get("grid") or {}
+    for section, by_name in (("args", grid.get("args")), ("env", grid.get("env"))):
+        for raw, values in (by_name or {}).items():
             path = ("grid", section, raw)
             key = _key(f"{section}.{raw}", path, doc)
             if any(a.key == key for a in axes):
@@ -218,10 +282,11 @@ def _assignment(rule: dict[str, GridValue], path: KeyPath, doc: Document,
     return MappingProxyType(out)
 
 
-def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
+def _bench(data: BenchData, doc: Document) -> tuple[BenchParams, ...]:
     from variantctl.benchparams import RATE_CAP_DEFAULT, BenchParams, parse_goodput
 
     prompts = data.get("prompts") or ("short",)
+    # BenchParams' keyword arguments, each as _BENCH checked it (BenchParams checks the mix)
     common: dict[str, Any] = {}
     for key in ("requests", "duration", "input_len", "output_len", "ignore_eos",
                 "temperature", "seed", "repeat", "endpoint", "timeout_s", "trace_speed"):
@@ -245,10 +310,10 @@ def _bench(data: dict[str, Any], doc: Document) -> tuple[Any, ...]:
                 common["concurrency"] = (data.get("requests") or RATE_CAP_DEFAULT,)
         else:
             common["request_rate"] = math.inf if rate == "inf" else float(rate)
-    for key in ("ramp_up", "ramp_start", "ramp_end", "search", "slo_percentile",
-                "max_level", "prefix_len", "prefixes", "turns"):
-        if key in data:
-            common[key] = data[key]
+    for key, value in data.items():
+        if key in ("ramp_up", "ramp_start", "ramp_end", "search", "slo_percentile",
+                   "max_level", "prefix_len", "prefixes", "turns"):
+            common[key] = value
     if "slo" in data:
         try:
             common["slo"] = parse_goodput(data["slo"], "slo")

@@ -191,10 +191,10 @@ def test_a_device_or_fifo_is_refused_unread(tmp_path: Path, make: str) -> None:
 
 def _shaped_structs() -> list[Struct]:
     """Every Struct that declares a TypedDict shape, nested ones included."""
-    from variantctl.config import hosts
+    from variantctl.config import hosts, sweeps
 
     found: list[Struct] = []
-    todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST]
+    todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST, sweeps._SWEEP]
     while todo:
         schema = todo.pop()
         if isinstance(schema, Struct) and schema not in found:
@@ -207,8 +207,10 @@ def test_a_struct_shape_has_exactly_its_fields_keys() -> None:
     # the shape is the type the loaders read a checked mapping as: a key the schema
     # checks but the shape lacks (or the other way round) would be typed wrong
     shaped = _shaped_structs()
-    assert {s.what for s in shaped} >= {"ssh", "vendor", "slurm", "host", "gpu"}
+    assert {s.what for s in shaped} >= {"ssh", "vendor", "slurm", "host", "gpu", "sweep",
+                                        "bench", "grid", "stop"}
     for s in shaped:
         assert s.shape is not None
         assert set(s.shape.__annotations__) == set(s.fields), s.what
-        assert not s.shape.__required_keys__, s.what  # no key is required by the shape
+        required = {name for name, f in s.fields.items() if f.required}
+        assert set(s.shape.__required_keys__) <= required, s.what
