@@ -42,8 +42,17 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar, cast
+
+if TYPE_CHECKING:
+    #: ``(name, start_ns, dur_ns, tid, parent, depth)``
+    Event = tuple[str, int, int, int, str | None, int]
+    #: a thread's ``(call stack, native thread id)``
+    ThreadState = tuple[list[str], int]
+
+#: a decorated vLLM function: wrapped, never called with arguments of our own
+F = TypeVar("F", bound=Callable[..., object])
 
 ENV = "VARIANTCTL_PROFILE"
 #: the module name the runtime registers under in ``sys.modules`` (versioned: two
@@ -58,7 +67,7 @@ _state: dict[str, Recorder | None] = {"recorder": None}
 _state_lock = threading.Lock()
 
 
-def _identity(fn: Any) -> Any:
+def _identity(fn: F) -> F:
     return fn
 
 
@@ -85,7 +94,7 @@ class Recorder:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        self.buf: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.buf: collections.deque[Event] = collections.deque()
         self.dropped = 0
         self.io_lock = threading.Lock()
         self.start_lock = threading.Lock()
@@ -95,13 +104,13 @@ class Recorder:
         self.flusher: threading.Thread | None = None
         self.names: dict[str, str] = {}
 
-    def thread_state(self) -> list[Any]:
-        """``[call stack, native thread id]`` of the calling thread."""
-        st: list[Any] = [[], threading.get_native_id()]
+    def thread_state(self) -> ThreadState:
+        """``(call stack, native thread id)`` of the calling thread."""
+        st: ThreadState = ([], threading.get_native_id())
         self.local.st = st
         return st
 
-    def add(self, event: tuple[Any, ...]) -> None:
+    def add(self, event: Event) -> None:
         # no getpid() here (a system call per event): a fork resets the recorder through
         # os.register_at_fork
         buf = self.buf
@@ -148,9 +157,13 @@ class Recorder:
                 qn = names.get(name)
                 if qn is None:
                     qn = names[name] = json.dumps(name)
-                qp = "null" if parent is None else names.get(parent)
-                if qp is None:
-                    qp = names[parent] = json.dumps(parent)
+                if parent is None:
+                    qp = "null"
+                else:
+                    qparent = names.get(parent)
+                    if qparent is None:
+                        qparent = names[parent] = json.dumps(parent)
+                    qp = qparent
                 lines.append(f"[{qn},{start},{dur},{tid},{qp},{depth}]")
             if dropped:
                 lines.append(json.dumps({"dropped": dropped}))
@@ -188,7 +201,7 @@ def recorder(directory: str) -> Recorder:
         return rec
 
 
-def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
+def point(name: str, sync: bool = False) -> Callable[[F], F]:
     """The decorator for one profile point (the identity when profiling is off)."""
     directory = os.environ.get(ENV, "")
     if not directory:
@@ -196,12 +209,14 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
     rec = recorder(directory)
     clock = time.perf_counter_ns
 
-    def decorate(fn: Any) -> Any:
+    def decorate(fn: F) -> F:
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             return fn  # a generator's time is spent between its yields: not a call's time
         if inspect.iscoroutinefunction(fn):
+            call = cast("Callable[..., Awaitable[object]]", fn)
+
             @functools.wraps(fn)
-            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+            async def awrapper(*args: object, **kwargs: object) -> object:
                 try:
                     st = rec.local.st
                 except AttributeError:
@@ -211,15 +226,15 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
                 t0 = clock()
                 stack.append(name)
                 try:
-                    return await fn(*args, **kwargs)
+                    return await call(*args, **kwargs)
                 finally:
                     t1 = clock()
                     stack.pop()
                     rec.add((name, t0, t1 - t0, st[1], parent, len(stack)))
-            return awrapper
+            return cast(F, awrapper)
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: object, **kwargs: object) -> object:
             try:
                 st = rec.local.st
             except AttributeError:
@@ -238,6 +253,6 @@ def point(name: str, sync: bool = False) -> Callable[[Any], Any]:
                 t1 = clock()
                 stack.pop()
                 rec.add((name, t0, t1 - t0, st[1], parent, len(stack)))
-        return wrapper
+        return cast(F, wrapper)
 
     return decorate
