@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 
 from variantctl.bench.model import RequestResult
 from variantctl.benchparams import redact_url
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 _DETAIL_MAX = 300
 #: the largest SSE event accepted (a vLLM token event is well under 1 KiB; logprobs make
@@ -51,16 +51,16 @@ def build_body(
     *,
     endpoint: str,
     model: str,
-    prompt: str | list[int] | list[dict[str, Any]],
+    prompt: str | Sequence[int] | Sequence[JsonMapping],
     output_len: int,
     ignore_eos: bool,
     temperature: float,
     seed: int | None,
-    extra: Mapping[str, Any] | None = None,
+    extra: JsonMapping | None = None,
     at_s: float | None = None,
 ) -> PreparedRequest:
     """The request body ``vllm bench serve`` would send, plus temperature/seed/extra."""
-    payload: dict[str, Any] = {"model": model}
+    payload: JsonObject = {"model": model}
     if endpoint == "chat":
         messages = prompt if isinstance(prompt, list) and prompt and isinstance(
             prompt[0], dict) else [{"role": "user", "content": prompt}]
@@ -143,11 +143,20 @@ def redirect_detail(resp: aiohttp.ClientResponse) -> str:
     return f"the server redirected to {target}; redirects are not followed"
 
 
+@dataclass
+class _StreamState:
+    """What a stream's events said besides the chunk times (filled while it is read)."""
+
+    error: str | None = None
+    detail: str | None = None
+    usage: object = None  # the last non-empty ``usage``: checked when the request ends
+
+
 class _BadUsage(Exception):
     """The ``usage`` event holds a value that is not a token count (names the field)."""
 
 
-def _count(data: Mapping[str, Any], key: str, where: str) -> int:
+def _count(data: Mapping[str, object], key: str, where: str) -> int:
     value = data.get(key)
     if value is None:
         return 0
@@ -157,7 +166,7 @@ def _count(data: Mapping[str, Any], key: str, where: str) -> int:
     return value
 
 
-def _details(usage: Mapping[str, Any], key: str, count: str) -> int:
+def _details(usage: Mapping[str, object], key: str, count: str) -> int:
     details = usage.get(key)
     if details is None:
         return 0
@@ -166,7 +175,7 @@ def _details(usage: Mapping[str, Any], key: str, count: str) -> int:
     return _count(details, count, f"usage.{key}")
 
 
-def usage_counts(usage: Any) -> tuple[int, int, int, int]:
+def usage_counts(usage: object) -> tuple[int, int, int, int]:
     """(prompt, completion, cached, reasoning) tokens of a ``usage`` object; raises
     :class:`_BadUsage` naming the field that is not a count."""
     if not isinstance(usage, dict):
@@ -195,7 +204,7 @@ async def send(
     """
     if offsets is None:
         offsets = []
-    usage: Mapping[str, Any] | None = None
+    usage: object = None  # the server's usage object (checked by usage_counts)
     st = time.perf_counter()
     queue_s = st - queued_at if queued_at is not None else 0.0
     error: str | None = None
@@ -213,7 +222,7 @@ async def send(
                     note = f" (body cut at {MAX_ERROR_BODY // 1024} KiB)"
                     detail = detail[: _DETAIL_MAX - len(note)] + note
             else:
-                state: dict[str, Any] = {}
+                state = _StreamState()
                 # The unfinished event's bytes. Each read is searched only where it adds
                 # bytes (a blank line may straddle two reads), so one huge event costs
                 # linear time, and the buffer never grows past MAX_EVENT_BYTES.
@@ -257,8 +266,8 @@ async def send(
                     detail = (f"an SSE event grew past {MAX_EVENT_BYTES // (1024 * 1024)} MiB "
                               "without ending; the rest of the stream was not read")
                 else:
-                    error, detail = state.get("error"), state.get("detail")
-                usage = state.get("usage")
+                    error, detail = state.error, state.detail
+                usage = state.usage
                 if error is None and not offsets:
                     error = "no content chunk"
                     detail = "the stream ended before any chunk with choices (vLLM: no TTFT)"
@@ -286,7 +295,7 @@ async def send(
 
 
 def _handle(events: list[bytes] | list[bytearray], now: float, offsets: list[float],
-            state: dict[str, Any]) -> bool:
+            state: _StreamState) -> bool:
     """Consume complete SSE events; True at ``[DONE]``. Records content-chunk times."""
     for event in events:
         event = event.strip()
@@ -304,10 +313,10 @@ def _handle(events: list[bytes] | list[bytearray], now: float, offsets: list[flo
         if obj.get("choices"):
             offsets.append(now)
         elif "error" in obj:
-            state["error"], state["detail"] = "stream error", _error_message(payload)
+            state.error, state.detail = "stream error", _error_message(payload)
         usage = obj.get("usage")
         if usage:
-            state["usage"] = usage  # checked when the request ends (usage_counts)
+            state.usage = usage  # checked when the request ends (usage_counts)
     return False
 
 

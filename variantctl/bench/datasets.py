@@ -30,12 +30,12 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from variantctl.bench.prompts import Prompt, Tokenizer, corpus_pool
 from variantctl.benchparams import DATASET_KINDS, dataset_spec
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonMapping
 
 KINDS = DATASET_KINDS
 #: a file larger than this is refused (the ShareGPT V3 file is about 0.65 GiB)
@@ -65,7 +65,7 @@ class Entry:
 
     line: int
     prompt: str | None = None  # sharegpt / jsonl text
-    messages: tuple[Mapping[str, Any], ...] | None = None  # jsonl chat
+    messages: tuple[JsonMapping, ...] | None = None  # jsonl chat
     completion: str | None = None  # sharegpt: the reply (its length is the output length)
     output_len: int | None = None  # jsonl / trace
     timestamp_ms: float | None = None  # trace
@@ -200,14 +200,14 @@ def _lines(path: Path, text: str, kind: str) -> tuple[Entry, ...]:
     return tuple(out)
 
 
-def _positive_int(path: Path, line: int, item: Mapping[str, Any], key: str) -> int:
+def _positive_int(path: Path, line: int, item: Mapping[str, object], key: str) -> int:
     value = item.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _err(path, line, f"{key!r} should be a positive integer, got {value!r}")
     return value
 
 
-def _jsonl_entry(path: Path, line: int, item: Mapping[str, Any]) -> Entry:
+def _jsonl_entry(path: Path, line: int, item: Mapping[str, object]) -> Entry:
     out_len = _positive_int(path, line, item, "output_len") if "output_len" in item else None
     if ("prompt" in item) == ("messages" in item):
         raise _err(path, line, "give 'prompt' (text) or 'messages' (chat), one of them")
@@ -223,7 +223,7 @@ def _jsonl_entry(path: Path, line: int, item: Mapping[str, Any]) -> Entry:
     return Entry(line=line, messages=tuple(msgs), output_len=out_len)
 
 
-def _trace_entry(path: Path, line: int, item: Mapping[str, Any]) -> Entry:
+def _trace_entry(path: Path, line: int, item: Mapping[str, object]) -> Entry:
     for key in ("timestamp", "input_length", "output_length"):
         if key not in item:
             raise _err(path, line, f"missing {key!r} (a trace line has timestamp, "

@@ -489,7 +489,7 @@ class BenchResult:
         }
 
     @classmethod
-    def from_json(cls, data: Any, source: str = "bench result") -> BenchResult:
+    def from_json(cls, data: object, source: str = "bench result") -> BenchResult:
         """Validate and build; a :class:`~variantctl.jsonfields.StoredFileError` (exit 2)
         names ``source`` and the bad field."""
         return cls.from_fields(Fields(data, source))

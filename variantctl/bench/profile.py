@@ -165,7 +165,7 @@ def raw_document(collector: Collector, variant: str, when: str) -> JsonObject:
                 for lv in collector.levels]}
 
 
-def trace_from_document(doc: dict[str, Any]) -> dict[str, Any]:
+def trace_from_document(doc: dict[str, Any]) -> JsonObject:  # doc: a stored file, as read
     """The Chrome trace of a stored ``profile-*.json``."""
     return chrome_trace([(lv["label"], [Event.from_json(e) for e in lv["events"]])
                          for lv in doc.get("levels", [])])

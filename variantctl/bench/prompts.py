@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from variantctl.bench import tools_prompt
 from variantctl.bench.client import read_bounded, redirect_detail
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 SHORT = "Write a short story about a lighthouse keeper who finds a message in a bottle."
 
@@ -54,8 +56,8 @@ _MAX_ROUNDS = 12
 class Prompt:
     """One request's prompt: text or messages (chat), text or ids (completions)."""
 
-    content: str | list[int] | list[dict[str, Any]]
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. tools, tool_choice
+    content: str | Sequence[int] | Sequence[JsonMapping]
+    extra: JsonObject = field(default_factory=dict)  # e.g. tools, tool_choice
     expected_tokens: int | None = None  # exact for random prompts
     output_len: int | None = None  # a dataset's own output length (None: --output-len)
     at_s: float | None = None  # a trace's arrival, seconds from its first request
@@ -130,7 +132,7 @@ class Tokenizer:
         self._base = base_url
         self._model = model
 
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, path: str, body: JsonObject) -> dict[str, Any]:  # the answer: JSON
         url = self._base + path
         try:
             async with self._session.post(url, json={"model": self._model, **body},
@@ -175,7 +177,7 @@ class Tokenizer:
         return list(self._field("/tokenize", data, "tokens", isinstance(tokens, list) and all(
             isinstance(t, int) and not isinstance(t, bool) for t in tokens)))
 
-    async def count_chat(self, messages: list[dict[str, Any]]) -> int:
+    async def count_chat(self, messages: Sequence[JsonMapping]) -> int:
         data = await self._post("/tokenize", {"messages": messages,
                                               "add_generation_prompt": True})
         count = data.get("count")

@@ -32,11 +32,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from variantctl.bench import arrival, search
@@ -54,7 +54,12 @@ from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
 
 if TYPE_CHECKING:
+    from variantctl.bench.client import PreparedRequest
+    from variantctl.bench.model import WarmupResult
     from variantctl.bench.profile import Collector
+    from variantctl.bench.runner import LiveProgress
+
+T = TypeVar("T")
 
 #: how often the watchdog looks at the server process
 WATCH_INTERVAL_S = 1.0
@@ -108,7 +113,7 @@ class LadderHooks(Protocol):
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """The server is not trusted: a 3xx is its answer, never followed elsewhere."""
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
 
 
@@ -280,7 +285,7 @@ class Measurement:
     host: Host | None = None
     record: ServerRecord | None = None
     #: called with (concurrency, LiveProgress) while a level runs
-    on_progress: Callable[[Any], None] | None = None
+    on_progress: Callable[[LiveProgress], None] | None = None
     #: called when a level (or warm-up) starts/ends, for notes
     on_note: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
@@ -405,13 +410,13 @@ def _repeat_note(params: BenchParams, repeat: int) -> str:
 
 
 async def _warmup(base_url: str, params: BenchParams, concurrency: int, model: str,
-                  prepared: Any) -> Any:
+                  prepared: Sequence[PreparedRequest]) -> WarmupResult:
     from variantctl.bench.runner import run_warmup
 
     return await run_warmup(base_url, params, concurrency, model=model, prepared=prepared)
 
 
-async def _until_stopped(coro: Any, stop: asyncio.Event) -> Any:
+async def _until_stopped(coro: Coroutine[object, object, T], stop: asyncio.Event) -> T | None:
     """``await coro`` unless ``stop`` is set first (then it is cancelled: None)."""
     task = asyncio.ensure_future(coro)
     stopper = asyncio.ensure_future(stop.wait())
@@ -426,7 +431,8 @@ async def _until_stopped(coro: Any, stop: asyncio.Event) -> Any:
 
 
 async def _one_level(
-    m: Measurement, params: BenchParams, concurrency: int, model: str, prepared: Any,
+    m: Measurement, params: BenchParams, concurrency: int, model: str,
+    prepared: Sequence[PreparedRequest],
     repeat: int, monitor: list[str] | None, why_no_gpu: str, stop: asyncio.Event,
     loop: asyncio.AbstractEventLoop, *, profile: arrival.Profile | None = None,
 ) -> tuple[LevelResult, bool]:
