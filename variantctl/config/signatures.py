@@ -29,10 +29,10 @@ import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from variantctl.config.schema import Bool, Check, Field, Int, ListOf, Str, Struct
-from variantctl.config.yamlload import Document, load_yaml_file, load_yaml_text
+from variantctl.config.yamlload import Document, KeyPath, load_yaml_file, load_yaml_text
 from variantctl.errors import ConfigError
 from variantctl.logs.model import KINDS, Catalog, Context, Phase, Signature, compile_pattern
 
@@ -112,6 +112,70 @@ def _keyword_problem(value: str) -> str | None:
 _REGEX = Check(Str(), _regex_problem)
 _KEYWORD = Check(Str(), _keyword_problem)
 
+class ContextData(TypedDict):
+    """A checked ``context:`` mapping."""
+
+    window: int
+    all: tuple[str, ...]
+    none: tuple[str, ...]
+
+
+class _SignatureOptional(TypedDict, total=False):
+    context: ContextData
+    phase: str
+
+
+class SignatureData(_SignatureOptional):
+    """A checked signature (keys with a default are always there)."""
+
+    id: str
+    title: str
+    kind: str
+    priority: int
+    versions: str
+    keywords: tuple[str, ...]
+    patterns: tuple[str, ...]
+    message: str
+    remediation: str
+    remediation_no_gpu: str
+    generic: bool
+    ends_server: bool
+    frames: tuple[str, ...]
+    examples: tuple[str, ...]
+
+
+class _PhaseOptional(TypedDict, total=False):
+    hang: str
+
+
+class PhaseData(_PhaseOptional):
+    """A checked phase (keys with a default are always there)."""
+
+    id: str
+    title: str
+    keywords: tuple[str, ...]
+    start: tuple[str, ...]
+    end_keywords: tuple[str, ...]
+    end: tuple[str, ...]
+    serving: bool
+    engine_ready: bool
+    frames: tuple[str, ...]
+
+
+class BuiltinFileData(TypedDict):
+    """A checked catalog file shipped in the package."""
+
+    catalog_version: str
+    phases: tuple[PhaseData, ...]
+    signatures: tuple[SignatureData, ...]
+
+
+class UserFileData(TypedDict):
+    """A checked user signature file."""
+
+    signatures: tuple[SignatureData, ...]
+
+
 CONTEXT = Struct(
     "context",
     {
@@ -119,6 +183,7 @@ CONTEXT = Struct(
         "all": Field(ListOf(_REGEX, single=True), default=()),
         "none": Field(ListOf(_REGEX, single=True), default=()),
     },
+    shape=ContextData,
 )
 
 SIGNATURE = Struct(
@@ -143,6 +208,7 @@ SIGNATURE = Struct(
         "phase": Field(Str(pattern=_ID, what="a phase id")),
         "examples": Field(ListOf(Str(), single=True), default=()),
     },
+    shape=SignatureData,
 )
 
 PHASE = Struct(
@@ -160,6 +226,7 @@ PHASE = Struct(
         "frames": Field(ListOf(Str(pattern=_FN, what="a Python function name"), single=True),
                         default=()),
     },
+    shape=PhaseData,
 )
 
 BUILTIN_FILE = Struct(
@@ -169,6 +236,7 @@ BUILTIN_FILE = Struct(
         "phases": Field(ListOf(PHASE, min_len=1), required=True),
         "signatures": Field(ListOf(SIGNATURE), required=True),
     },
+    shape=BuiltinFileData,
 )
 
 USER_FILE = Struct(
@@ -176,6 +244,7 @@ USER_FILE = Struct(
     {
         "signatures": Field(ListOf(SIGNATURE), required=True),
     },
+    shape=UserFileData,
 )
 
 
@@ -218,8 +287,8 @@ def load_catalog(extra_dirs: Sequence[Path] = ()) -> Catalog:
     phase_ids = {p.id for p in phases}
     for path in user_files(extra_dirs):
         doc = load_yaml_file(path)
-        data = USER_FILE.check(doc.data, (), doc)
-        _add(sigs, data["signatures"], doc, phase_ids, replace=True)
+        user = USER_FILE.check(doc.data, (), doc)
+        _add(sigs, user["signatures"], doc, phase_ids, replace=True)
         sources.append(str(path))
     for p in phases:
         if p.hang and p.hang not in sigs:
@@ -240,7 +309,7 @@ def signatures_from_text(text: str, source: str, catalog: Catalog) -> Catalog:
                    phases=catalog.phases, sources=(*catalog.sources, source))
 
 
-def _phase(data: dict[str, Any], path: tuple[Any, ...], doc: Document) -> Phase:
+def _phase(data: PhaseData, path: KeyPath, doc: Document) -> Phase:
     return Phase(
         id=data["id"],
         title=data["title"],
@@ -257,7 +326,7 @@ def _phase(data: dict[str, Any], path: tuple[Any, ...], doc: Document) -> Phase:
 
 def _add(
     sigs: dict[str, Signature],
-    items: Iterable[dict[str, Any]],
+    items: Iterable[SignatureData],
     doc: Document,
     phase_ids: set[str],
     *,
@@ -275,7 +344,7 @@ def _add(
 
 
 def _signature(
-    data: dict[str, Any], path: tuple[Any, ...], doc: Document, phase_ids: set[str]
+    data: SignatureData, path: KeyPath, doc: Document, phase_ids: set[str]
 ) -> Signature:
     patterns = tuple(compile_pattern(p) for p in data["patterns"])
     if not patterns and data["kind"] != "hang" and not data["generic"]:

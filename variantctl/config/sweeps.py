@@ -84,11 +84,8 @@ class StopData(TypedDict, total=False):
     max_ttft_p90_ms: float
 
 
-class SweepData(TypedDict, total=False):
-    """A checked sweep file (``base`` is required by the schema)."""
-
+class _SweepOptional(TypedDict, total=False):
     description: str
-    base: tuple[str, ...]
     hosts: tuple[str, ...]
     port: int
     grid: GridData
@@ -99,6 +96,12 @@ class SweepData(TypedDict, total=False):
     profile: bool
     rank: str
     stop: StopData
+
+
+class SweepData(_SweepOptional):
+    """A checked sweep file."""
+
+    base: tuple[str, ...]
 
 
 _BENCH = Struct("bench", {

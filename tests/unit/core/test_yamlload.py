@@ -191,26 +191,36 @@ def test_a_device_or_fifo_is_refused_unread(tmp_path: Path, make: str) -> None:
 
 def _shaped_structs() -> list[Struct]:
     """Every Struct that declares a TypedDict shape, nested ones included."""
-    from variantctl.config import hosts, sweeps
+    from variantctl.config import hosts, signatures, sweeps
 
     found: list[Struct] = []
-    todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST, sweeps._SWEEP]
+    todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST, sweeps._SWEEP,
+                          signatures.BUILTIN_FILE, signatures.USER_FILE]
     while todo:
         schema = todo.pop()
         if isinstance(schema, Struct) and schema not in found:
             found.append(schema)
             todo.extend(f.schema for f in schema.fields.values())
+        elif isinstance(schema, ListOf):
+            todo.append(schema.item)
+        elif isinstance(schema, MapOf):
+            todo.append(schema.value)
     return [s for s in found if s.shape is not None]
 
 
 def test_a_struct_shape_has_exactly_its_fields_keys() -> None:
     # the shape is the type the loaders read a checked mapping as: a key the schema
     # checks but the shape lacks (or the other way round) would be typed wrong
+    from variantctl.config import schema as schema_module
+
     shaped = _shaped_structs()
     assert {s.what for s in shaped} >= {"ssh", "vendor", "slurm", "host", "gpu", "sweep",
-                                        "bench", "grid", "stop"}
+                                        "bench", "grid", "stop", "signature", "phase",
+                                        "context", "signature catalog", "signature file"}
     for s in shaped:
         assert s.shape is not None
         assert set(s.shape.__annotations__) == set(s.fields), s.what
-        required = {name for name, f in s.fields.items() if f.required}
-        assert set(s.shape.__required_keys__) <= required, s.what
+        # a key the schema requires or fills with a default is always there
+        always = {name for name, f in s.fields.items()
+                  if f.required or f.default is not schema_module._MISSING}
+        assert set(s.shape.__required_keys__) == always, s.what
