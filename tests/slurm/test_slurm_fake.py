@@ -33,7 +33,7 @@ def project(tmp_path: Path, ssh_lab: SshLab, slurm_cluster: SlurmCluster) -> Ite
     slurm_cluster.cancel_all()
 
 
-def job_state(cluster: SlurmCluster, job: int) -> str:
+def job_state(cluster: SlurmCluster, job: str) -> str:
     out = cluster.run("scontrol", "show", "job", "-o", str(job)).stdout
     return out.split("JobState=", 1)[1].split()[0]
 
@@ -42,7 +42,9 @@ def test_healthy_job_ps_logs_stop(project: Project, slurm_cluster: SlurmCluster)
     res = project.cli("launch", "fake-healthy", "--host", "cluster", "--json")
     out = json.loads(res.stdout)
     assert res.code == 0 and out["verdict"] == "ready", res.output
-    job = out["pid"]
+    # the job id in its own field, not as a pid (docs/slurm.md)
+    job = out["job"]
+    assert out["pid"] is None and isinstance(job, str), out
     slurm = out["facts"]["slurm"]
     assert slurm["job_id"] == str(job) and slurm["state"] == "RUNNING"
     assert slurm["node"] == slurm_cluster.node
@@ -50,7 +52,8 @@ def test_healthy_job_ps_logs_stop(project: Project, slurm_cluster: SlurmCluster)
     assert (str(job), "fake-healthy", "RUNNING") in slurm_cluster.jobs()
     log = Path(out["log"])
     assert log.parent.name == "logs" and "Uvicorn running" in log.read_text()
-    assert run_json(project.path, "fake-healthy")["server"]["pid"] == job
+    server = run_json(project.path, "fake-healthy")["server"]
+    assert (server["pid"], server["job"]) == (None, job)
 
     ps = project.cli("ps", "--host", "cluster", "--json")
     (srv,) = json.loads(ps.stdout)["servers"]
@@ -89,7 +92,7 @@ def test_failure_signature_and_exit_state(project: Project, slurm_cluster: Slurm
     assert out["verdict"] == "exited", res.output
     slurm = out["facts"]["slurm"]
     assert slurm["state"] == "FAILED" and slurm["exit_code"].split(":")[0] != "0", slurm
-    assert job_state(slurm_cluster, out["pid"]) == "FAILED"
+    assert job_state(slurm_cluster, out["job"]) == "FAILED"
 
 
 def test_pending_reason_is_the_phase_and_stop_cancels(project: Project,
@@ -106,11 +109,11 @@ def test_pending_reason_is_the_phase_and_stop_cancels(project: Project,
     assert data["facts"]["slurm"]["state"] == "PENDING"
     assert data["facts"]["slurm"]["reason"] == "PartitionDown"
     # timed out in the queue: the job was cancelled, not left waiting
-    assert job_state(slurm_cluster, data["server"]["pid"]) == "CANCELLED"
+    assert job_state(slurm_cluster, data["server"]["job"]) == "CANCELLED"
 
     started = project.cli("launch", "fake-healthy", "--host", "held", "--no-wait", "--json")
     assert started.code == 0, started.output
-    job = json.loads(started.stdout)["pid"]
+    job = json.loads(started.stdout)["job"]
     ps = project.cli("ps", "--host", "held")
     assert "pending (PartitionDown)" in ps.stdout, ps.output
     stop = project.cli("stop", "fake-healthy", "--host", "held")

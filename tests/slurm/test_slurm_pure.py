@@ -140,7 +140,7 @@ def test_sbatch_command_line() -> None:
 
 
 def _record(layout: HostLayout, name: str, port: int, job: int = 1) -> ServerRecord:
-    return ServerRecord(variant=name, host="cluster", pid=job, port=port,
+    return ServerRecord(variant=name, host="cluster", pid=None, job=str(job), port=port,
                         log=f"{layout.logs}/{name}.log", script="s", pid_file="p",
                         started_at="2026-12-01T09:00:00+00:00")
 
@@ -244,7 +244,41 @@ def test_ps_shows_queue_reason_and_node(tmp_path: Path) -> None:
     table = console.export_text()
     assert "pending (Priority)" in table and "healthy on gpu-a07" in table
     assert "stale (job TIMEOUT)" in table
+    # the job id shows in the PID column; ps --json has it under job, pid is null
+    assert any(line.split()[:3] == ["cluster", "a", "3"] for line in table.splitlines())
+    assert rows[0]["pid"] is None
     json.dumps(rows)  # plain data for --json
+
+
+def test_the_job_id_has_its_own_field_and_old_records_still_read(tmp_path: Path) -> None:
+    """A SLURM record keeps its job id in ``job`` (``pid`` null); a process record's JSON
+    is as it always was (no ``job`` key); a record written when the job id was the pid
+    still names (and cancels) its job; messages say ``job N`` / ``pid N``."""
+    from variantctl.launch.slurm import job_id
+
+    layout = HostLayout(str(tmp_path))
+    new = _record(layout, "a", 9000, 17)
+    doc = new.to_dict()
+    assert (doc["pid"], doc["job"]) == (None, "17")
+    assert ServerRecord.from_dict(json.loads(json.dumps(doc))) == new
+    assert new.ident == "job 17" and job_id(new) == "17"
+    old_doc = {**doc, "pid": 17}
+    del old_doc["job"]
+    old = ServerRecord.from_dict(old_doc)
+    assert (old.pid, old.job, job_id(old)) == (17, None, "17")
+    process = ServerRecord(variant="p", host="local", pid=4242, port=8000, log="l",
+                           script="s", pid_file="f", started_at="t")
+    assert "job" not in process.to_dict() and process.ident == "pid 4242"
+    assert ServerRecord.from_dict(process.to_dict()) == process
+    # a process record must have its pid; a job's needs none
+    with pytest.raises(KeyError):
+        ServerRecord.from_dict({k: v for k, v in process.to_dict().items() if k != "pid"})
+    # a job's record on a host that no longer submits jobs: nothing is signalled
+    probe = ProcessLauncher(Host(name="local")).probe(LocalTarget(), new, health=False)
+    assert not probe.alive
+    with pytest.raises(VariantctlError) as err:
+        ProcessLauncher(Host(name="local")).stop(LocalTarget(), layout, new, grace=1.0)
+    assert err.value.exit_code == ExitCode.CONFLICT and "(job 17)" in err.value.message
 
 
 class _Queued:

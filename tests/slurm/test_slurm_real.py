@@ -77,12 +77,12 @@ def test_real_server_as_a_job(project: Project, slurm_cluster: SlurmCluster) -> 
         assert Path(out["log"]).read_text().startswith(archived[:200])
         ps = json.loads(project.cli("ps", "--host", "cluster", "--json").stdout)
         (srv,) = ps["servers"]
-        assert srv["state"] == "healthy" and srv["job"]["id"] == str(out["pid"])
+        assert srv["state"] == "healthy" and srv["job"]["id"] == out["job"]
     finally:
         stop = project.cli("stop", "tiny-slurm", "--host", "cluster", "--grace", "10")
     assert stop.code == 0, stop.output
     assert not port_open(out["port"])
-    assert (str(out["pid"]), "tiny-slurm", "CANCELLED") in slurm_cluster.jobs()
+    assert (out["job"], "tiny-slurm", "CANCELLED") in slurm_cluster.jobs()
 
 
 def test_batched_tokens_failure_in_a_job(project: Project, slurm_cluster: SlurmCluster

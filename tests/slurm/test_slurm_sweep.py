@@ -94,7 +94,7 @@ def test_sweep_points_run_as_parallel_jobs(project: Project, slurm_cluster: Slur
     for point in doc["points"]:
         assert point["benchmarks"], point
     # the jobs shared the node: each had a port of its own, and stopping released it
-    ports = re.findall(r"started tiny-slurm@pair-0\d on cluster: pid \d+, port (\d+)",
+    ports = re.findall(r"started tiny-slurm@pair-0\d on cluster: job \d+, port (\d+)",
                        res.output)
     assert len(ports) == 2 and len(set(ports)) == 2, res.output
     run_dir = project.path.parent / "shared" / "cluster" / "run"

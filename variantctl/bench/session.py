@@ -72,7 +72,8 @@ class ServerDeath:
     """The server process died during a level: what its log says."""
 
     variant: str
-    pid: int
+    #: the server's pid (None for a SLURM job: :attr:`job`)
+    pid: int | None
     level: int
     kind: str | None = None
     signature: str | None = None
@@ -81,9 +82,14 @@ class ServerDeath:
     remediation: str = ""
     tail: tuple[str, ...] = ()
     log: str | None = None
+    #: the SLURM job id of a server that ran as one
+    job: str | None = None
 
     def to_json(self) -> JsonObject:
-        return dataclasses.asdict(self) | {"tail": list(self.tail)}
+        out: JsonObject = dataclasses.asdict(self) | {"tail": list(self.tail)}
+        if self.job is None:
+            del out["job"]  # a process's death: as it always was
+        return out
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,7 @@ def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
     (status,) = launcher_for(host).statuses(target, [record])
     if status.state != "healthy":
         what = {
-            "stale": f"its process (pid {record.pid}) is gone",
+            "stale": f"its process ({record.ident}) is gone",
             "starting": "it is still starting (not listening yet)",
             "listening": "it listens but /health does not answer",
         }.get(status.state, f"/health answers {status.health}")
@@ -235,7 +241,7 @@ def is_loopback_url(url: str) -> bool:
 class _Watchdog:
     """Checks every second that the server process lives; sets ``stop`` when it died."""
 
-    def __init__(self, target: Target, pid: int, stop: asyncio.Event,
+    def __init__(self, target: Target, pid: int | None, stop: asyncio.Event,
                  loop: asyncio.AbstractEventLoop, *, host: Host | None = None,
                  record: ServerRecord | None = None):
         self.target, self.pid, self.stop, self.loop = target, pid, stop, loop
@@ -261,7 +267,7 @@ class _Watchdog:
                 # the host's launcher knows what the pid means (a SLURM job id, say)
                 return launcher_for(self.host).probe(self.target, self.record,
                                                      health=False).alive
-            return is_alive(self.target, self.pid)
+            return self.pid is None or is_alive(self.target, self.pid)
         except TargetError:
             return True  # a hiccup of the connection is not a death
 
@@ -477,15 +483,16 @@ def _diagnose(target: Target, record: ServerRecord, concurrency: int,
     try:
         text = target.read_bytes(record.log).decode("utf-8", "replace")
     except TargetError as exc:
-        return ServerDeath(record.variant, record.pid, concurrency,
+        return ServerDeath(record.variant, record.pid, concurrency, job=record.job,
                            message=f"could not read the log {record.log}: {exc.message}")
     if catalog is None:
-        return ServerDeath(record.variant, record.pid, concurrency,
+        return ServerDeath(record.variant, record.pid, concurrency, job=record.job,
                            message="the server exited (its log was not classified)",
                            tail=tuple(text.splitlines()[-LOG_TAIL_LINES:]))
     result = classify_text(text, catalog, exited=True)
     tail = tuple(text.splitlines()[-LOG_TAIL_LINES:])
-    return ServerDeath(record.variant, record.pid, concurrency, kind=result.kind,
+    return ServerDeath(record.variant, record.pid, concurrency, job=record.job,
+                       kind=result.kind,
                        signature=result.signature, title=result.title, message=result.message,
                        remediation=result.remediation, tail=tail, log=record.log)
 

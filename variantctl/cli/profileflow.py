@@ -48,7 +48,7 @@ def ensure_profiled_server(project: Project, target: Target, host: Host, variant
     directory = server_profile_dir(target, record)
     if directory:
         return record, directory
-    note(f"{variant}: its server (pid {record.pid}) runs without {ENV}; relaunching it "
+    note(f"{variant}: its server ({record.ident}) runs without {ENV}; relaunching it "
          "with profiling on")
     return _relaunch(project, target, host, variant, note)
 
@@ -79,7 +79,7 @@ def _relaunch(project: Project, target: Target, host: Host, variant: str,
             + (f": {message}" if message else ""),
             hint=f"variantctl runs show {result.run_id}" if result.run_id else None,
             exit_code=ExitCode.FAILED)
-    note(f"{variant}: relaunched with {ENV}={directory} (pid {result.record.pid})")
+    note(f"{variant}: relaunched with {ENV}={directory} ({result.record.ident})")
     return result.record, directory
 
 

@@ -239,14 +239,14 @@ def _clear_the_way(
         if not st.alive and not launcher.probe(target, existing, health=False).alive:
             remove_record(target, layout, existing)
             ui.note(f"removed a stale pid file of {variant.name} on {host.name} "
-                    f"(pid {existing.pid} is gone)")
+                    f"({existing.ident} is gone)")
         elif replace:
-            ui.note(f"stopping the running {variant.name} on {host.name} (pid {existing.pid})")
+            ui.note(f"stopping the running {variant.name} on {host.name} ({existing.ident})")
             _stop_or_fail(target, host, layout, existing, grace)
         else:
             raise VariantctlError(
                 f"{variant.name} is already running on host {host.name} "
-                f"(pid {existing.pid}, port {existing.port})",
+                f"({existing.ident}, port {existing.port})",
                 hint="variantctl stop " + variant.name + " first, or launch with --replace",
                 exit_code=ExitCode.FAILED,
             )
@@ -275,14 +275,14 @@ def _stop_or_fail(target: Target, host: Host, layout: HostLayout, record: Server
     occupant = outcome.result.occupant
     if occupant is not None and not occupant.foreign:
         raise VariantctlError(
-            f"could not stop {record.variant} (pid {record.pid}): its record has no process "
+            f"could not stop {record.variant} ({record.ident}): its record has no process "
             f"identity and {occupant.describe()}, which cannot be verified as the server; "
             "nothing signalled",
             hint=f"if it is the server: kill -TERM -- -{record.pid} on {host.name}, then "
             "launch again", exit_code=ExitCode.FAILED)
     if not outcome.ok:
         raise VariantctlError(
-            f"could not stop {record.variant} (pid {record.pid}): "
+            f"could not stop {record.variant} ({record.ident}): "
             f"still running {list(outcome.result.remaining)}, port free: {outcome.port_free}",
             exit_code=ExitCode.FAILED,
         )
@@ -347,7 +347,7 @@ def launch_variant(
                 launcher.unplace(target, layout, variant)
         raise
     started_clock, classifier = draft.started_clock, draft.classifier
-    ui.note(f"started {variant.name} on {host.name}: pid {record.pid}, port {record.port}, "
+    ui.note(f"started {variant.name} on {host.name}: {record.ident}, port {record.port}, "
             f"log {record.log}")
     if classifier is None:
         return draft.freeze()
@@ -403,9 +403,9 @@ def _stop_after_error(target: Target, host: Host, layout: HostLayout, record: Se
         return
     try:
         launcher_for(host).stop(target, layout, record, grace=opts.grace)
-        ui.note(f"stopped {record.variant} (pid {record.pid}) after the error")
+        ui.note(f"stopped {record.variant} ({record.ident}) after the error")
     except Exception as exc:  # the original error matters more
-        ui.note(f"could not stop {record.variant} (pid {record.pid}): {exc}")
+        ui.note(f"could not stop {record.variant} ({record.ident}): {exc}")
 
 
 def make_classifier(ctx: LaunchContext, variant: ResolvedVariant | None,
@@ -433,11 +433,12 @@ def start(
     draft.run = run
     ctx.runs.write_file(run.path, "launch.sh", draft.script.encode())
     launcher = launcher_for(host)
-    pid = launcher.start(target, name=variant.name, script=script_path,
-                         log=log_path, pid_file=layout.pid_file(variant.name),
-                         cwd=layout.workdir)
-    identity = launcher.identity(target, pid)
-    record = ServerRecord(variant=variant.name, host=host.name, pid=pid, port=variant.port,
+    started = launcher.start(target, name=variant.name, script=script_path,
+                             log=log_path, pid_file=layout.pid_file(variant.name),
+                             cwd=layout.workdir)
+    identity = launcher.identity(target, started.pid) if started.pid is not None else None
+    record = ServerRecord(variant=variant.name, host=host.name, pid=started.pid,
+                          job=started.job, port=variant.port,
                           log=log_path, script=script_path,
                           pid_file=layout.pid_file(variant.name),
                           started_at=when.isoformat(), run_dir=str(run.path),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.hostmodel import Host
 from variantctl.launch.probe import Probe
-from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.runs.record import HostLayout, ServerId, ServerRecord
 from variantctl.targets.activity import HostConditions, TreeSample
 from variantctl.targets.base import Target
 
@@ -46,8 +46,9 @@ class Launcher(Protocol):
         ...
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
-              cwd: str) -> int:
-        """Start ``script`` with its output to ``log``; the id the record keeps."""
+              cwd: str) -> ServerId:
+        """Start ``script`` with its output to ``log``; the id the record keeps (a
+        process's pid, a SLURM job's id)."""
         ...
 
     def unplace(self, target: Target, layout: HostLayout, variant: ResolvedVariant) -> None:
@@ -124,10 +125,10 @@ class ProcessLauncher:
         return None
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
-              cwd: str) -> int:
+              cwd: str) -> ServerId:
         from variantctl.targets.process import spawn_detached
 
-        return spawn_detached(target, script, log_path=log, pid_path=pid_file)
+        return ServerId(pid=spawn_detached(target, script, log_path=log, pid_path=pid_file))
 
     def identity(self, target: Target, pid: int) -> ProcIdentity | None:
         from variantctl.targets.process import identify
@@ -141,6 +142,8 @@ class ProcessLauncher:
         status = http_status(target, record.port) if health else None
         if status == 200:
             return Probe(True, status)
+        if record.pid is None:
+            return Probe(False, status)  # a SLURM job's record: no process here
         identity = record_identity(record)
         if identity is not None and verify_pid(target, record.pid, identity) is not None:
             return Probe(False, status)  # its pid belongs to another process now
@@ -175,7 +178,7 @@ class ProcessLauncher:
     def cpu_times(self, target: Target, record: ServerRecord) -> TreeSample | None:
         from variantctl.targets.activity import group_cpu_times
 
-        return group_cpu_times(target, record.pid)
+        return None if record.pid is None else group_cpu_times(target, record.pid)
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
         from variantctl.targets.activity import host_conditions

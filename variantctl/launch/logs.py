@@ -14,16 +14,18 @@ from variantctl.hostmodel import Host
 from variantctl.launch.servers import layout_for, load_record
 from variantctl.launch.watch import RECONNECT_FOR, reconnect
 from variantctl.logs.bounded import visible_lines
+from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
 from variantctl.targets.process import read_from
 
 
-def latest_log(target: Target, host: Host, variant: str) -> tuple[str, int | None]:
-    """(log path, pid or None): the running server's log, else the newest log of the variant."""
+def latest_log(target: Target, host: Host, variant: str) -> tuple[str, ServerRecord | None]:
+    """(log path, record or None): the running server's log (and its record), else the
+    newest log of the variant."""
     layout = layout_for(target, host)
     rec = load_record(target, layout, variant)
     if rec is not None:
-        return rec.log, rec.pid
+        return rec.log, rec
     try:
         names = [n for n in target.listdir(layout.logs) if layout.is_log_of(variant, n)]
     except TargetError as exc:
@@ -104,8 +106,7 @@ def log_stream(
     visible (``\\x1b``), and UTF-8 split across two reads is decoded whole."""
     from variantctl.launch.launcher import launcher_for
 
-    path, pid = latest_log(target, host, variant)
-    record = load_record(target, layout_for(target, host), variant) if pid is not None else None
+    path, record = latest_log(target, host, variant)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def text(data: bytes, *, final: bool = False) -> Iterator[LogText]:

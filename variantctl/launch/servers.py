@@ -187,7 +187,9 @@ def statuses(
     boot = boot_id(target) if any(r.boot_id is not None for r in records) else None
     out = []
     for rec in records:
-        members = members_of(table, rec.pid, record_identity(rec), boot)
+        # a SLURM job's record (no pid) has no process on this host
+        members = (members_of(table, rec.pid, record_identity(rec), boot)
+                   if rec.pid is not None else ())
         listening = bool(members) and rec.port in ports
         health = http_status(target, rec.port) if (probe and listening) else None
         out.append(ServerStatus(rec, members, listening, health))
@@ -214,6 +216,12 @@ def stop_server(
 ) -> StopOutcome:
     """Stop the whole group, verify no process remains and the port is free,
     then remove the record (kept when something survived, so a retry can see it)."""
+    if record.pid is None:
+        raise VariantctlError(
+            f"{record.variant} on host {record.host} is a SLURM job ({record.ident}), but "
+            "the host no longer submits jobs (no slurm: in variants/hosts.yaml)",
+            hint=f"scancel {record.job} on the login node, or restore the host's slurm: "
+            "section and stop again", exit_code=ExitCode.CONFLICT)
     # verified on the host just before any signal: a pid reused by another process is
     # never signalled (a record without an identity is not trusted with a live pid)
     result = stop_group(target, record.pid, grace=grace, python=python,

@@ -27,7 +27,7 @@ from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host, SlurmSpec
 from variantctl.launch.probe import Probe
-from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.runs.record import HostLayout, ServerId, ServerRecord
 from variantctl.targets.activity import HostConditions, TreeSample
 from variantctl.targets.base import Target
 from variantctl.targets.slurm import JobInfo, cancel, job_info, node_address, submit
@@ -47,6 +47,18 @@ def waiting_phase(info: JobInfo) -> str:
 #: between choosing the port and recording the submitted job (pre-flight, patches,
 #: sbatch); a claim a killed variantctl left lapses after it
 CLAIM_TTL_S = 15 * 60
+
+
+def job_id(record: ServerRecord) -> str:
+    """The SLURM job of a SLURM launcher's record: its ``job``; a record written before
+    that field existed kept the job id in ``pid``."""
+    return record.job if record.job is not None else str(record.pid)
+
+
+def job_number(record: ServerRecord) -> int:
+    """The job id as a number, where a process id would go (``ps``'s process count, a
+    stop's remaining list)."""
+    return int(job_id(record))
 
 
 def claim_path(layout: HostLayout, port: int) -> str:
@@ -124,19 +136,19 @@ class SlurmLauncher:
         self._release(target, layout, variant.port, variant.name)
 
     def start(self, target: Target, *, name: str, script: str, log: str, pid_file: str,
-              cwd: str) -> int:
+              cwd: str) -> ServerId:
         # SLURM creates the output file only when the job starts: an empty log now (the
         # job appends to it) lets the watch follow a job still waiting in the queue
         target.write_new(log, b"")
         job = submit(target, self.spec, name=name, script=script, log=log, cwd=cwd)
         # the pid file holds the job id: `ls run/` on the login node tells what runs
         target.write_atomic(pid_file, f"{job}\n".encode())
-        return int(job)
+        return ServerId(job=str(job))
 
     # -- look -------------------------------------------------------------------------
 
     def job(self, target: Target, record: ServerRecord) -> JobInfo:
-        return job_info(target, self.spec, str(record.pid))
+        return job_info(target, self.spec, job_id(record))
 
     def _address_of(self, target: Target, node: str) -> str:
         if node not in self._addresses:
@@ -176,8 +188,9 @@ class SlurmLauncher:
         for rec in records:
             info = self.job(target, rec)
             status = self._health(target, info, rec.port) if probe else None
-            out.append(ServerStatus(rec, (rec.pid,) if info.active else (), listening=False,
-                                    health=status, job=info))
+            # the job's number stands for its processes (on a node this host cannot see)
+            out.append(ServerStatus(rec, (job_number(rec),) if info.active else (),
+                                    listening=False, health=status, job=info))
         return out
 
     def port_in_use(self, target: Target, layout: HostLayout, port: int) -> bool:
@@ -192,7 +205,7 @@ class SlurmLauncher:
         from variantctl.launch.servers import StopOutcome, remove_record
         from variantctl.targets.process import StopResult
 
-        res = cancel(target, self.spec, str(record.pid), grace=grace)
+        res = cancel(target, self.spec, job_id(record), grace=grace)
         port_free = True
         if res.ok and res.job.node:
             # verify on the node too: nothing may answer on the job's port any more
@@ -200,8 +213,8 @@ class SlurmLauncher:
                 sock = target.open_tcp(record.port, self._address_of(target, res.job.node), 2.0)
                 sock.close()
                 port_free = False
-        remaining = () if res.ok else (record.pid,)
-        outcome = StopOutcome(record, StopResult(pgid=record.pid, found=int(res.found),
+        remaining = () if res.ok else (job_number(record),)
+        outcome = StopOutcome(record, StopResult(pgid=job_number(record), found=int(res.found),
                                                  killed=res.killed, remaining=remaining,
                                                  seconds=res.seconds),
                               port_free=port_free, was_stale=not res.found, job=res.job)
@@ -233,7 +246,7 @@ class SlurmLauncher:
     def cpu_times(self, target: Target, record: ServerRecord) -> TreeSample | None:
         from variantctl.targets.slurm import job_cpu_times
 
-        return job_cpu_times(target, self.spec, str(record.pid))
+        return job_cpu_times(target, self.spec, job_id(record))
 
     def conditions(self, target: Target, record: ServerRecord) -> HostConditions:
         # the node's load is not visible from the login node; GPUs are what the job asks

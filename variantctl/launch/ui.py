@@ -108,6 +108,7 @@ def result_json(result: LaunchResult, exit_code: int) -> dict[str, Any]:
         "expect_ok": result.expect_ok,
         "last_lines": o.last_lines[-10:] if o else [],
         "pid": result.record.pid if result.record else None,
+        **({"job": result.record.job} if result.record and result.record.job else {}),
         "port": result.record.port if result.record else None,
         "log": result.record.log if result.record else None,
         "run_id": result.run_id,
@@ -128,7 +129,7 @@ def verdict_lines(result: LaunchResult) -> list[str]:
     where = f"{result.variant} on {result.host}"
     if o is None:
         rec = result.record
-        say(f"started {where} (pid {rec.pid if rec else '?'}, port {rec.port if rec else '?'}); "
+        say(f"started {where} ({rec.ident if rec else 'pid ?'}, port {rec.port if rec else '?'}); "
             f"`variantctl watch {result.variant}` follows it")
         return lines
     d = o.decision
@@ -189,7 +190,7 @@ def aftermath_lines(result: LaunchResult) -> list[str]:
         else:
             say(f"WARNING: could not fully stop the server: {list(s.result.remaining)}")
     elif o.verdict in (FAILED, HANG, TIMEOUT) and result.record:
-        say(f"kept running (--keep): pid {result.record.pid}; `variantctl stop "
+        say(f"kept running (--keep): {result.record.ident}; `variantctl stop "
             f"{result.variant}` ends it")
     for note in result.notes:
         say(note)

@@ -347,7 +347,8 @@ def death_blocks(death: ServerDeath) -> list[Block]:
     """The server died during a level: what its log says, and its last lines (stderr)."""
     verdict = (death.kind or "unknown").upper()
     what = f"{verdict} {death.signature}" if death.signature else verdict
-    out = [text(f"error: {death.variant} (pid {death.pid}) died during the level at "
+    who = f"job {death.job}" if death.job is not None else f"pid {death.pid}"
+    out = [text(f"error: {death.variant} ({who}) died during the level at "
                 f"concurrency {death.level}; its log says: {what}"
                 + (f" — {death.title}" if death.title else ""), err=True)]
     if death.message:

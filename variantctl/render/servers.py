@@ -87,7 +87,9 @@ def ps_blocks(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
         for col in ("HOST", "VARIANT", "PID", "PORT", "UPTIME", "STATE", "PROCS", "LOG"):
             table.add_column(col, overflow="fold")
         for r in rows:
-            table.add_row(r["host"], r["variant"], str(r["pid"]), str(r["port"]),
+            # a SLURM job's id in the PID column (its record has no pid)
+            ident = r["pid"] if r["pid"] is not None else (r.get("job") or {}).get("id")
+            table.add_row(r["host"], r["variant"], str(ident), str(r["port"]),
                           human_duration(r["uptime_s"]) if r["uptime_s"] is not None else "-",
                           _state_cell(r), str(r["processes"]), r["log"])
         return [Block(table)]
@@ -132,7 +134,7 @@ def stop_blocks(outcomes: Sequence[HostOutcome[list[StopOutcome]]], variant: str
 
 def _stop_line(host: str, s: StopOutcome) -> str:
     r = s.record
-    where = f"{r.variant} on {host} (pid {r.pid}, port {r.port})"
+    where = f"{r.variant} on {host} ({r.ident}, port {r.port})"
     occupant = s.result.occupant
     if occupant is not None and occupant.foreign:
         return (f"{where}: the recorded server is gone ({occupant.describe()}); "

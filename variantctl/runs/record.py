@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+
+from variantctl.jsontypes import JsonMapping, JsonObject
 
 #: characters kept as they are in derived file names (what variant names may hold)
 _KEEP = re.compile(r"[A-Za-z0-9_.-]")
@@ -88,12 +88,21 @@ def stamp_of(when: datetime) -> str:
 
 
 @dataclass(frozen=True)
+class ServerId:
+    """What a launcher's ``start`` gives: a process id, or a SLURM job id."""
+
+    pid: int | None = None
+    job: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerRecord:
     """A server variantctl started on a host (``<workdir>/run/<variant>.json``)."""
 
     variant: str
     host: str
-    pid: int
+    #: the server's process (group) id; None for a SLURM job, whose id is :attr:`job`
+    pid: int | None
     port: int
     log: str
     script: str
@@ -110,23 +119,59 @@ class ServerRecord:
     proc_start: int | None = None
     #: the project (its directory) whose launch wrote the record; None in an older one
     project: str | None = None
+    #: the SLURM job id of a SLURM launcher's record (its ``pid`` is None); a record
+    #: written before it had this field kept the job id in ``pid``
+    #: (:func:`variantctl.launch.slurm.job_id` reads both)
+    job: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def ident(self) -> str:
+        """``pid 4242`` or ``job 17``: what messages name the server by."""
+        return f"job {self.job}" if self.job is not None else f"pid {self.pid}"
+
+    def to_dict(self) -> JsonObject:
+        """The JSON form: a process's record as it always was (no ``job`` key); a SLURM
+        job's has ``"pid": null`` and ``"job": "<id>"``."""
+        out: JsonObject = dict(asdict(self))
+        if self.job is None:
+            del out["job"]
+        return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ServerRecord:
+    def from_dict(cls, data: JsonMapping) -> ServerRecord:
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+
+        def number(key: str) -> int | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            if isinstance(value, (int, float, str)):
+                return int(value)
+            raise ValueError(f"{key} should be an integer")
+
+        def required(key: str) -> int:
+            value = number(key)
+            if value is None:
+                raise KeyError(key)
+            return value
+
+        job = text("job")
         return cls(
             variant=str(data["variant"]),
             host=str(data["host"]),
-            pid=int(data["pid"]),
-            port=int(data["port"]),
+            # a process's record needs its pid; a SLURM job's has none (or, written
+            # before ``job`` existed, the job id: see the field)
+            pid=required("pid") if job is None else number("pid"),
+            port=required("port"),
             log=str(data["log"]),
             script=str(data["script"]),
             pid_file=str(data["pid_file"]),
             started_at=str(data["started_at"]),
-            run_dir=None if data.get("run_dir") is None else str(data["run_dir"]),
-            boot_id=None if data.get("boot_id") is None else str(data["boot_id"]),
-            proc_start=None if data.get("proc_start") is None else int(data["proc_start"]),
-            project=None if data.get("project") is None else str(data["project"]),
+            run_dir=text("run_dir"),
+            boot_id=text("boot_id"),
+            proc_start=number("proc_start"),
+            project=text("project"),
+            job=job,
         )

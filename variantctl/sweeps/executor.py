@@ -37,6 +37,7 @@ from variantctl.launch.core import (
 )
 from variantctl.launch.launcher import launcher_for
 from variantctl.launch.servers import layout_for, list_records
+from variantctl.launch.slurm import job_id
 from variantctl.launch.watch import RECONNECT_FOR, Progress, reconnect
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
@@ -160,8 +161,8 @@ class TargetPointRunner:
             outcome = launcher_for(self.host).stop(self.target, layout, record,
                                                    grace=self.grace)
             if outcome.ok:
-                return f"stopped its server (pid {record.pid}) after the error"
-            return (f"could not stop its server (pid {record.pid}) after the error; it "
+                return f"stopped its server ({record.ident}) after the error"
+            return (f"could not stop its server ({record.ident}) after the error; it "
                     f"stays recorded on {self.host.name} as a leftover: "
                     f"`variantctl sweep {self.spec.name} --resume` reattaches to it or "
                     f"stops it, `variantctl stop {point.name} --host {self.host.name}` "
@@ -268,7 +269,7 @@ class TargetPointRunner:
             if not stopped.ok:
                 status = "error"
                 message = (message + "; " if message else "") + (
-                    f"could not stop {record.variant} (pid {record.pid}): still running "
+                    f"could not stop {record.variant} ({record.ident}): still running "
                     f"{list(stopped.result.remaining)}")
         t_end = self.clock()
         stop_s = t_end - t_stop
@@ -314,8 +315,8 @@ class TargetPointRunner:
             launcher = launcher_for(self.host)
             if (launcher.probe(self.target, record, health=False).alive
                     and self._same_configuration(record, point)):
-                what = (f"SLURM job {record.pid}" if launcher.kind == "slurm"
-                        else f"its server (pid {record.pid})")
+                what = (f"SLURM job {job_id(record)}" if launcher.kind == "slurm"
+                        else f"its server ({record.ident})")
                 self.ui.note(f"{point.name}: reattaching to {what}, started by an earlier "
                              "run of this sweep")
                 return watch_variant(self.target, self.host, point.name, point.variant,
@@ -548,7 +549,7 @@ def stop_leftovers(target: Target, host: Host, sweep: str, *, grace: float = 10.
                    if occupant is not None else "")
             raise VariantctlError(
                 f"a server left by an earlier run of sweep {sweep} on host {host.name} "
-                f"({rec.variant}, pid {rec.pid}) could not be stopped{why}",
+                f"({rec.variant}, {rec.ident}) could not be stopped{why}",
                 hint=f"variantctl stop {rec.variant} --host {host.name}" if occupant is None
                 else f"if it is the server: kill -TERM -- -{rec.pid} on {host.name}")
         if occupant is not None:

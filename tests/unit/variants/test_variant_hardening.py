@@ -179,8 +179,8 @@ def test_latest_log_ignores_other_variants_sharing_a_prefix(tmp_path: Path) -> N
     # `a-b-...` sorts after `a-2026...`: a prefix match took the other variant's log
     (tmp_path / "logs" / "a-b-20260714T101500Z.log").write_text("other variant\n")
     (tmp_path / "logs" / "a-20260101T000000Z.log").write_text("mine\n")
-    path, pid = latest_log(LocalTarget(), host, "a")
-    assert path.endswith("/logs/a-20260101T000000Z.log") and pid is None
+    path, record = latest_log(LocalTarget(), host, "a")
+    assert path.endswith("/logs/a-20260101T000000Z.log") and record is None
 
 
 # -- family 6: values reach the server as written, or are refused ------------------
