@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.targets.activity import HostConditions
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ class Decision:
         found: tuple[Evidence, ...] = self.result.evidence if self.result is not None else ()
         return [(e.line, e.text) for e in found]
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verdict": self.verdict}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"verdict": self.verdict}
         if self.result is not None:
             out["classifier"] = self.result.to_json()
         return out
@@ -139,7 +140,7 @@ class ClassifierAdapter:
     def phase(self) -> str:
         return self.stream.phase
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> JsonObject:
         """The facts of the latest result, else those the stream gathered so far."""
         return (self.last.facts if self.last is not None else self.stream.facts).to_json()
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonObject
 from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerId, ServerRecord
 from variantctl.targets.activity import HostConditions, TreeSample
@@ -84,7 +85,7 @@ class Launcher(Protocol):
         """Stop it, verify it ended, remove its record (kept when it survived)."""
         ...
 
-    def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
+    def facts(self, target: Target, record: ServerRecord) -> JsonObject | None:
         """What the launcher knows of the server beyond its log, recorded with the run's
         facts (a SLURM job's id, state, node and exit code); None: nothing."""
         ...
@@ -169,7 +170,7 @@ class ProcessLauncher:
 
         return stop_server(target, layout, record, grace=grace, python=self.python)
 
-    def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
+    def facts(self, target: Target, record: ServerRecord) -> JsonObject | None:
         return None
 
     def check_patches(self, variant: ResolvedVariant) -> bool:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonObject
 from variantctl.runs.record import HostLayout, ServerRecord
 from variantctl.targets.base import Target
 from variantctl.targets.process import (
@@ -242,7 +243,7 @@ def stop_server(
     return outcome
 
 
-def stop_dict(host: str, s: StopOutcome) -> dict[str, Any]:
+def stop_dict(host: str, s: StopOutcome) -> JsonObject:
     """What a stop did, as JSON (``stop --json`` and run.json)."""
     return {
         "host": host,

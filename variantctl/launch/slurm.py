@@ -21,11 +21,12 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host, SlurmSpec
+from variantctl.jsontypes import JsonObject
 from variantctl.launch.probe import Probe
 from variantctl.runs.record import HostLayout, ServerId, ServerRecord
 from variantctl.targets.activity import HostConditions, TreeSample
@@ -223,7 +224,7 @@ class SlurmLauncher:
             self._release(target, layout, record.port, record.variant)
         return outcome
 
-    def facts(self, target: Target, record: ServerRecord) -> dict[str, Any] | None:
+    def facts(self, target: Target, record: ServerRecord) -> JsonObject | None:
         info = self.job(target, record)
         return {"slurm": {"job_id": info.job_id, "state": info.state, "reason": info.reason,
                           "node": info.node, "exit_code": info.exit_code,

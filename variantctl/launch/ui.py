@@ -9,9 +9,10 @@ progress display the CLI hands to launch, is the only thing here that prints, an
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.env import Environment, redraws
+from variantctl.jsontypes import JsonObject
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
@@ -89,7 +90,7 @@ def phase_line(progress: Progress) -> str:
     return f"[{progress.elapsed:6.1f}s] phase: {progress.phase or 'starting'}"
 
 
-def result_json(result: LaunchResult, exit_code: int) -> dict[str, Any]:
+def result_json(result: LaunchResult, exit_code: int) -> JsonObject:
     o = result.outcome
     d = o.decision if o else None
     return {

@@ -48,7 +48,7 @@ from typing import Any
 
 from variantctl.benchparams import BenchParams
 from variantctl.hostmodel import Host, SlurmSpec
-from variantctl.jsontypes import JsonMapping
+from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.run import RunRecord, thaw
 from variantctl.variants.model import ResolvedVariant
@@ -66,7 +66,7 @@ class Measured:
     bench: tuple[BenchParams, ...]
     profile: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"bench": [b.to_json() for b in self.bench],
                 **({"profile": True} if self.profile else {})}
 
@@ -85,8 +85,8 @@ class PatchState:
     #: from the one a failed run had)
     fingerprint: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"roots": dict(self.roots), "files": [dict(f) for f in self.files],
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"roots": dict(self.roots), "files": [dict(f) for f in self.files],
                                "required": self.required}
         if self.fingerprint is not None:
             out["fingerprint"] = self.fingerprint
@@ -112,7 +112,7 @@ class PatchState:
             fingerprint=None if fingerprint is None else str(fingerprint))
 
 
-def slurm_identity(spec: SlurmSpec) -> dict[str, Any]:
+def slurm_identity(spec: SlurmSpec) -> JsonObject:
     """What of a SLURM host decides a run (the resources a job asks for); how many jobs
     a sweep queues and which ports are handed out do not."""
     return {"partition": spec.partition, "gres": spec.gres, "time": spec.time,
@@ -120,18 +120,18 @@ def slurm_identity(spec: SlurmSpec) -> dict[str, Any]:
             "patch_roots": spec.patch_roots}
 
 
-def host_identity(host: Host) -> dict[str, Any]:
+def host_identity(host: Host) -> JsonObject:
     """What of a host decides a run, as run.json records it (``origin`` is recorded but
     left out of every key)."""
-    ident = {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
-             "python": host.python, "workdir": host.workdir, "env": dict(host.env),
-             "origin": host.origin}
+    ident: JsonObject = {"name": host.name, "ssh": host.ssh.display if host.ssh else None,
+                         "python": host.python, "workdir": host.workdir,
+                         "env": dict(host.env), "origin": host.origin}
     if host.slurm is not None:  # only then: the keys of every other host stay as they were
         ident["slurm"] = slurm_identity(host.slurm)
     return ident
 
 
-def _host_json(host: Host | str) -> dict[str, Any]:
+def _host_json(host: Host | str) -> JsonObject:
     """A defined host's identity; a name the project does not define: the name alone
     (the plan's pre-flight reports it, the point never runs)."""
     return host_identity(host) if isinstance(host, Host) else {"name": host}

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.runs.identity import config_key, point_key
 from variantctl.sweeps.grid import expand, split_values
 from variantctl.sweeps.history import History
@@ -34,8 +35,8 @@ class Skip:
     rule: str | None = None
     run_id: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"reason": self.reason, "signature": self.signature,
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"reason": self.reason, "signature": self.signature,
                                "message": self.message}
         if self.reason == HISTORY:
             out["run_id"] = self.run_id

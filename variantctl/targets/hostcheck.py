@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from variantctl.errors import TargetError
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonObject
 from variantctl.targets.base import Target
 
 _PROBE = "import sys; print(sys.version.split()[0]); print(sys.executable)"
@@ -29,7 +29,7 @@ class HostCheck:
     def ok(self) -> bool:
         return self.reachable and not self.problems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"host": self.host, "ok": self.ok, "reachable": self.reachable,
                 "seconds": round(self.seconds, 3), "python": self.python,
                 "python_version": self.python_version, "gpu_monitor": self.gpu_monitor,

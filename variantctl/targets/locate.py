@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.errors import TargetError
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonObject
 from variantctl.targets.base import Target
 
 _SCRIPT = r"""
@@ -60,7 +60,7 @@ class ModuleCopy:
     sha256: str
     imported: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"root": self.root, "path": self.path, "realpath": self.realpath,
                 "size": self.size, "sha256": self.sha256, "imported": self.imported}
 
@@ -75,7 +75,7 @@ class Located:
     copies: tuple[ModuleCopy, ...]
     imported: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"host": self.host, "module": self.module, "python": self.python,
                 "version": self.version, "sys_path": list(self.sys_path),
                 "imported": self.imported, "copies": [c.to_json() for c in self.copies]}
