@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from variantctl.benchparams import BenchParams
+from variantctl.jsontypes import JsonObject
 from variantctl.runs.identity import Measured
 
 #: a grid key: ``args.<flag>`` or ``env.<NAME>``; ``base`` in exclusions/includes
@@ -16,7 +16,7 @@ GridKey = str
 GridValue = str | int | float | bool | None
 
 
-def _empty() -> Mapping[str, Any]:
+def _empty() -> Mapping[GridKey, GridValue]:
     return MappingProxyType({})
 
 
@@ -37,7 +37,7 @@ class StopRules:
     min_success_pct: float | None = None
     max_ttft_p90_ms: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"min_success_pct": self.min_success_pct, "max_ttft_p90_ms": self.max_ttft_p90_ms}
 
 
@@ -69,7 +69,7 @@ class SweepSpec:
     #: ``bench: search`` found (variantctl.bench.search)
     rank: str | None = None
 
-    def bench_json(self) -> list[dict[str, Any]]:
+    def bench_json(self) -> list[JsonObject]:
         return [b.to_json() for b in self.bench]
 
     @property
