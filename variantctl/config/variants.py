@@ -14,17 +14,18 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict
 
 from variantctl.config.hosts import (
     ENV_NAME,
     HOSTS_FILE,
     VENDOR,
     VLLM_VERSION,
+    VendorData,
     expand_vars,
     load_hosts_file,
 )
@@ -43,11 +44,11 @@ from variantctl.config.schema import (
     Struct,
     type_name,
 )
-from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
+from variantctl.config.yamlload import Document, KeyPath, YamlValue, load_yaml_file
 from variantctl.errors import ConfigError
 from variantctl.hostmodel import Host
 from variantctl.variants.flags import flag_problem, normalise_backend, normalise_flag
-from variantctl.variants.model import COMPILE_CACHES, Layer
+from variantctl.variants.model import COMPILE_CACHES, ArgValue, Layer
 from variantctl.variants.resolve import ResolveMemo
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -67,6 +68,35 @@ def _log_problem(template: str) -> str | None:
 
 _SCALAR = OneOf(Str(allow_empty=True), Int(), Float(), Bool())
 _ENV_VALUE = Nullable(OneOf(Str(allow_empty=True), Int(), Float()))
+
+class StartupData(TypedDict, total=False):
+    """A checked ``startup:`` mapping."""
+
+    ready_timeout: float | None
+    stall: float | None
+
+
+class VariantData(TypedDict, total=False):
+    """A checked variant file (``args`` values are checked one by one by the loader)."""
+
+    name: str
+    description: str
+    extends: tuple[str, ...]
+    host: str | None
+    command: str | tuple[str, ...] | None
+    model: str | None
+    port: int | None
+    args: dict[str, YamlValue] | None
+    env: dict[str, str | int | float | None] | None
+    requires: tuple[str, ...]
+    expect: dict[str, str | int | float | bool | None] | None
+    vllm_version: str | None
+    compile_cache: str | None
+    vendor: VendorData | None
+    startup: StartupData
+    log: str | None
+    tags: tuple[str, ...]
+
 
 _VARIANT = Struct(
     "variant",
@@ -91,10 +121,11 @@ _VARIANT = Struct(
         "startup": Field(Struct("startup", {
             "ready_timeout": Field(Nullable(Float(min=1, finite=True))),
             "stall": Field(Nullable(Float(min=1, finite=True))),
-        })),
+        }, shape=StartupData)),
         "log": Field(Nullable(Str())),
         "tags": Field(ListOf(Str(pattern=NAME_PATTERN, what="a tag"), single=True)),
     },
+    shape=VariantData,
 )
 
 
@@ -166,7 +197,7 @@ def load_variant_file(
     doc = load_yaml_file(path, display=display)
     if doc.data is None:
         raise doc.error((), "empty variant file", hint="write at least `extends:` or `args:`")
-    data: dict[str, Any] = _VARIANT.check(doc.data, (), doc)
+    data = _VARIANT.check(doc.data, (), doc)
     _check_name(data.get("name", path.stem), "name" in data, doc)
     return layer_from(data, doc, path.stem, environ)
 
@@ -182,7 +213,7 @@ def _check_name(name: str, from_key: bool, doc: Document) -> None:
 
 
 def layer_from(
-    data: dict[str, Any], doc: Document, default_name: str, environ: Mapping[str, str]
+    data: VariantData, doc: Document, default_name: str, environ: Mapping[str, str]
 ) -> Layer:
     """Build a Layer from checked data; ``doc`` supplies positions for errors and origins."""
     name = data.get("name", default_name)
@@ -220,20 +251,21 @@ def layer_from(
     if "command" in data:
         values["command"] = _command(data["command"], doc, ex)
         origin(("command",), "command")
-    for key in ("requires", "tags"):
-        if key in data:
-            values[key] = data[key]
-            for i, item in enumerate(data[key]):
+    for key, names in (("requires", data.get("requires")), ("tags", data.get("tags"))):
+        if names is not None:  # the key is there (a list is never null)
+            values[key] = names
+            for i, item in enumerate(names):
                 origin((key, i) if isinstance(doc.data.get(key), list) else (key,),
                        f"{key}.{item}")
     # a section set to null drops everything inherited into it
     if "args" in data:
         values["args"] = None if data["args"] is None else _args(data["args"], doc, ex, origin)
-    if "env" in data and data["env"] is None:
+    raw_env = data.get("env")
+    if "env" in data and raw_env is None:
         values["env"] = None
-    elif "env" in data:
+    elif raw_env is not None:
         env: dict[str, str | None] = {}
-        for k, v in data["env"].items():
+        for k, v in raw_env.items():
             env[k] = None if v is None else ex(str(v), ("env", k))
             origin(("env", k), f"env.{k}")
         values["env"] = env
@@ -263,10 +295,14 @@ def layer_from(
     )
 
 
-def _vendor(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+#: expands ``${NAME}`` in a value at a key path
+_Expand = Callable[[str, KeyPath], str]
+
+
+def _vendor(raw: VendorData | None) -> VendorData | None:
     if raw is None:
         return None
-    out = dict(raw)
+    out = raw.copy()
     if "backports" in out:
         out["backports"] = tuple(normalise_flag(f) for f in out["backports"])
     if "attention_backend_default" in out:
@@ -277,7 +313,8 @@ def _vendor(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _command(raw: Any, doc: Document, ex: Any) -> tuple[str, ...] | None:
+def _command(raw: str | tuple[str, ...] | None, doc: Document, ex: _Expand
+             ) -> tuple[str, ...] | None:
     if raw is None:
         return None
     if isinstance(raw, str):
@@ -293,9 +330,9 @@ def _command(raw: Any, doc: Document, ex: Any) -> tuple[str, ...] | None:
 
 
 def _args(
-    raw: dict[str, Any], doc: Document, ex: Any, origin: Any
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    raw: dict[str, YamlValue], doc: Document, ex: _Expand, origin: Callable[[KeyPath, str], None]
+) -> dict[str, ArgValue | None]:
+    out: dict[str, ArgValue | None] = {}
     spelled: dict[str, str] = {}
     for key, value in raw.items():
         path = ("args", key)
@@ -312,7 +349,7 @@ def _args(
     return out
 
 
-def _arg_value(value: Any, path: KeyPath, doc: Document, ex: Any) -> Any:
+def _arg_value(value: YamlValue, path: KeyPath, doc: Document, ex: _Expand) -> ArgValue | None:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):

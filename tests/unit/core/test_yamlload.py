@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from variantctl.config.schema import Bool, Enum, Field, Int, ListOf, MapOf, Str, Struct
+from variantctl.config.schema import (
+    Bool,
+    Enum,
+    Field,
+    Int,
+    ListOf,
+    MapOf,
+    Nullable,
+    Str,
+    Struct,
+)
 from variantctl.config.yamlload import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
@@ -191,11 +201,11 @@ def test_a_device_or_fifo_is_refused_unread(tmp_path: Path, make: str) -> None:
 
 def _shaped_structs() -> list[Struct]:
     """Every Struct that declares a TypedDict shape, nested ones included."""
-    from variantctl.config import hosts, signatures, sweeps
+    from variantctl.config import hosts, signatures, sweeps, variants
 
     found: list[Struct] = []
     todo: list[object] = [hosts._SSH, hosts.VENDOR, hosts._SLURM, hosts._HOST, sweeps._SWEEP,
-                          signatures.BUILTIN_FILE, signatures.USER_FILE]
+                          signatures.BUILTIN_FILE, signatures.USER_FILE, variants._VARIANT]
     while todo:
         schema = todo.pop()
         if isinstance(schema, Struct) and schema not in found:
@@ -205,6 +215,8 @@ def _shaped_structs() -> list[Struct]:
             todo.append(schema.item)
         elif isinstance(schema, MapOf):
             todo.append(schema.value)
+        elif isinstance(schema, Nullable):
+            todo.append(schema.inner)
     return [s for s in found if s.shape is not None]
 
 
@@ -216,7 +228,8 @@ def test_a_struct_shape_has_exactly_its_fields_keys() -> None:
     shaped = _shaped_structs()
     assert {s.what for s in shaped} >= {"ssh", "vendor", "slurm", "host", "gpu", "sweep",
                                         "bench", "grid", "stop", "signature", "phase",
-                                        "context", "signature catalog", "signature file"}
+                                        "context", "signature catalog", "signature file",
+                                        "variant", "startup"}
     for s in shaped:
         assert s.shape is not None
         assert set(s.shape.__annotations__) == set(s.fields), s.what
