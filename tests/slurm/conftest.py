@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import CliResult, make_env
 from tests.ssh.conftest import ssh_lab
-from tests.support.slurm import SlurmCluster, missing
+from tests.support.slurm import SlurmCluster, free_port_block, missing
 from tests.support.sshd import SshLab
 from variantctl.cli import run
 
@@ -40,7 +40,10 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 def slurm_hosts_yaml(lab: SshLab, cluster: SlurmCluster, shared: Path, *,
                      python: str = sys.executable, extra: str = "") -> str:
     """Two slurm hosts behind the login node gpu1: ``cluster`` (partition debug) and
-    ``held`` (a partition that is down: jobs stay PENDING)."""
+    ``held`` (a partition that is down: jobs stay PENDING). Their ports are a block
+    nothing on this machine holds now (``free_port_block``): a job's server listens on
+    this machine, where other runs' servers may be listening."""
+    first, last = free_port_block()
     text = ""
     for name, partition in (("cluster", "debug"), ("held", "held")):
         text += (
@@ -53,7 +56,7 @@ def slurm_hosts_yaml(lab: SshLab, cluster: SlurmCluster, shared: Path, *,
             f"    partition: {partition}\n"
             "    time: '00:15:00'\n"
             f"    conf: {cluster.conf}\n"
-            "    ports: [18100, 18199]\n"
+            f"    ports: [{first}, {last}]\n"
             f"{extra}"
         )
     return text

@@ -5,10 +5,12 @@ selection, ps cells, and the watch loop's queue handling (no stall while PENDING
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
+from tests.support.slurm import free_port_block, port_bindable
 from variantctl.config.catalog import default_catalog
 from variantctl.config.hosts import load_hosts
 from variantctl.errors import ConfigError, VariantctlError
@@ -398,3 +400,17 @@ def test_a_timeout_in_the_queue_has_the_queue_as_its_phase(tmp_path: Path) -> No
                 sleep=sleep, launcher=Queued())  # type: ignore[arg-type]
     assert out.verdict == "timeout"
     assert out.decision is not None and out.decision.phase == "queued (Resources)"
+
+
+def test_the_tier_gives_its_jobs_no_port_another_server_holds() -> None:
+    # the tier's node is this machine: a FAKE OpenAI server a bench test left on
+    # 127.0.0.1:18100 (then the first port of the fixed range) answered a job's /health,
+    # was benchmarked for it and still answered after scancel ("could not stop")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert not port_bindable(port)
+        first, last = free_port_block(size=8, first=port - 3, last=port + 40)
+        assert last - first == 7 and not first <= port <= last, (first, last, port)
+        assert all(port_bindable(p) for p in range(first, last + 1))

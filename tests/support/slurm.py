@@ -211,3 +211,39 @@ def port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+#: where the SLURM tier's job ports are looked for: above 18100, the fixed port of the
+#: bench tests' FAKE OpenAI server (tests/support/bench_project.py), and below the
+#: kernel's ephemeral range, so no outgoing connection takes one meanwhile
+JOB_PORTS_FROM, JOB_PORTS_TO = 18200, 29999
+
+
+def port_bindable(port: int) -> bool:
+    """Nothing on this machine holds ``port``: a bind on every address succeeds (it
+    fails while anything listens on it, loopback included)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port_block(size: int = 100, first: int = JOB_PORTS_FROM,
+                    last: int = JOB_PORTS_TO) -> tuple[int, int]:
+    """``(FIRST, LAST)`` of the first ``size`` consecutive ports from ``first`` on that
+    nothing on this machine holds now: a host's ``slurm.ports``.
+
+    The cluster's one node is this machine (NodeAddr 127.0.0.1), shared with every
+    other test run on it. A job given a port another process already serves — a
+    test double some run left behind — cannot bind it, while that process answers
+    the job's ``/health``, is benchmarked in its place and still answers after the
+    job is cancelled (variantctl's stop then rightly reports "could not stop")."""
+    start = first
+    while start + size - 1 <= last:
+        busy = next((p for p in range(start, start + size) if not port_bindable(p)), None)
+        if busy is None:
+            return start, start + size - 1
+        start = busy + 1
+    raise RuntimeError(f"no {size} free consecutive ports in {first}-{last} on this machine")
