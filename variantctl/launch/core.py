@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from variantctl.errors import NotFoundError, TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.hostmodel import Host
+from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.launch.classify import ClassifierAdapter, Decision, on_host
 from variantctl.launch.launcher import Launcher, launcher_for
 from variantctl.launch.servers import (
@@ -557,15 +558,15 @@ def watch_variant(
     return draft.freeze()
 
 
-def variant_json(variant: ResolvedVariant) -> dict[str, Any]:
+def variant_json(variant: ResolvedVariant) -> JsonObject:
     """The variant as run.json keeps it: every value and where it came from."""
     return {**variant.to_dict(), "origins": dict(variant.origins)}
 
 
-def _run_record(variant: Mapping[str, Any], host: Host, draft: _Draft) -> RunRecord:
+def _run_record(variant: JsonMapping, host: Host, draft: _Draft) -> RunRecord:
     outcome = draft.outcome
     verdict = RunVerdict(kind=outcome.verdict if outcome else "started")
-    facts: Mapping[str, Any] = {}
+    facts: JsonMapping = {}
     if outcome is not None:
         d = outcome.decision
         classifier = None

@@ -17,6 +17,7 @@ from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
 from variantctl.logs.bounded import visible, visible_lines
+from variantctl.runs.run import as_object
 
 if TYPE_CHECKING:
     from rich.status import Status
@@ -138,7 +139,7 @@ def verdict_lines(result: LaunchResult) -> list[str]:
         port = result.record.port if result.record else "?"
         say(f"READY  {where} in {o.time_to_verdict:.1f}s (port {port})")
         facts = o.facts
-        config = facts.get("config") or {}
+        config = as_object(facts.get("config"))
         shown = {k: facts.get(k) for k in ("vllm_version", "engine", "attention_backend",
                                            "kv_cache_tokens", "max_concurrency")
                  if facts.get(k) is not None}

@@ -28,9 +28,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError
+from variantctl.jsontypes import JsonMapping
 from variantctl.launch.classify import ClassifierAdapter, Decision
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.activity import TreeSample, cpu_used
@@ -134,7 +135,7 @@ class WatchOutcome:
     reconnects: int = 0
     health: int | None = None
     #: the classifier's facts (``variantctl.classify/1`` JSON of logs.facts.Facts)
-    facts: Mapping[str, Any] = field(default_factory=dict)
+    facts: JsonMapping = field(default_factory=dict)
 
 
 def watch(

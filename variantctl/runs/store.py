@@ -26,7 +26,6 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from variantctl.errors import NotFoundError
 from variantctl.jsonfields import Fields, StoredFileError
+from variantctl.jsontypes import JsonMapping
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.run import RUN_ID, RunFileError, RunRecord
 from variantctl.targets.local import LocalTarget
@@ -181,7 +181,7 @@ class RunStore:
         return path
 
     def attach_benchmark(self, run_dir: Path, result: BenchResult, when: datetime, *,
-                         death: Mapping[str, Any] | None = None) -> Path:
+                         death: JsonMapping | None = None) -> Path:
         """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``,
         with the server's death when it died during it) and list it in run.json, so a
         launch and its benchmarks are one record."""
@@ -191,7 +191,7 @@ class RunStore:
         text = json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n"
         return self._attach(run_dir, "bench", when, text.encode())
 
-    def attach_profile(self, run_dir: Path, doc: Mapping[str, Any], when: datetime) -> Path:
+    def attach_profile(self, run_dir: Path, doc: JsonMapping, when: datetime) -> Path:
         """Store a profile's raw events and breakdowns (``profile-<stamp>[-n].json``, the
         bench files' stamp and same-second rule) and list it in run.json."""
         data = (json.dumps(dict(doc), separators=(",", ":"), default=str) + "\n").encode()
@@ -233,7 +233,7 @@ class RunStore:
             return None
         return SweepDoc.from_json(data, source=str(path))
 
-    def write_sweep_state(self, path: Path, doc: Mapping[str, Any]) -> Path:
+    def write_sweep_state(self, path: Path, doc: JsonMapping) -> Path:
         """A sweep's state document (``sweeps/NAME.json``; shape in docs/sweep.md, read
         back as :class:`~variantctl.runs.sweepstate.SweepDoc`), replaced at once through
         the one atomic writer: a killed variantctl leaves the last state written whole."""
