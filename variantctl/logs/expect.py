@@ -159,7 +159,7 @@ def _is_fact(key: str) -> bool:
     return key in _FACT_FIELDS or key in CONFIG_KEYS
 
 
-def _flag_value(value: object, kind: str) -> Any:
+def _flag_value(value: object, kind: str) -> bool | int | str | None:
     if kind in ("bool", "opt-bool"):
         if value is None:
             return False
