@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,8 +15,10 @@ from variantctl.shellquote import build_command, quote_path
 def test_build_command_survives_a_real_shell(tmp_path: Path) -> None:
     hostile = "a b'c\"$HOME`id`;\n*"
     cmd = build_command(["printf", "%s|%s", hostile], env={"V": hostile}, cwd=str(tmp_path))
+    # the shell starts without a V of its own (a developer's shell may export one)
+    clean = {k: v for k, v in os.environ.items() if k != "V"}
     out = subprocess.run(["sh", "-c", cmd + ' && printf "|%s" "$V"'], capture_output=True,
-                         text=True, check=True)
+                         text=True, check=True, env=clean)
     assert out.stdout == f"{hostile}||"  # V is set for the program only
     env_cmd = build_command(["sh", "-c", 'printf %s "$V"'], env={"V": hostile})
     assert subprocess.run(["sh", "-c", env_cmd], capture_output=True, text=True,
