@@ -20,8 +20,11 @@ exits the process after N requests have started. ``--request-log FILE`` appends 
 line per request, in arrival order (``METHOD PATH``, and a completion's
 ``max_tokens`` and prompt), so two clients can be compared request for request.
 Load: ``--itl-per-inflight-ms S`` makes each token gap ``--itl-ms`` + S × (streams in
-flight when the gap starts − 1), so TPOT grows linearly with the requests in flight
-(the capacity-search tests).
+flight when the gap starts − 1), so TPOT grows linearly with the requests in flight;
+with ``--full-speed-streams N`` only the streams beyond the first N slow the gaps
+(S × max(0, in flight − N)): a server whose batch holds N streams at full speed, so
+the level a TPOT SLO allows is N and the levels either side differ by S, however short
+the gaps are (the capacity-search tests).
 
 HOSTILE modes (``--hostile MODE``, issue 19: a server that is broken or malicious, to
 show that the client counts, bounds and filters what it gets — no real server does
@@ -37,7 +40,9 @@ answers written before the client hung up).
 
     fake_openai_server.py [--port N] [--ttft-ms MS] [--itl-ms MS] [--tokens N] [--fast]
 
-It prints ``PORT <n>`` on stdout once it listens. Standard library only.
+It prints ``PORT <n>`` on stdout once it listens, then the line vLLM's API server (uvicorn)
+prints when it is ready, ``INFO:     Application startup complete.``, so ``launch`` asks
+``/health`` at once instead of at its next poll (a second later). Standard library only.
 """
 
 from __future__ import annotations
@@ -263,6 +268,7 @@ class Server:
         middle = token_chunk(1) if n > 2 else b""
         ttft, gap = a.ttft_ms / 1000.0, a.itl_ms / 1000.0
         slope = a.itl_per_inflight_ms / 1000.0
+        free = a.full_speed_streams
         writes: list[float] = []
         if not a.fast:
             self.timings.append({"arrived": arrived, "writes": writes})
@@ -276,7 +282,7 @@ class Server:
                         await asyncio.sleep(delay)
                     writes.append(time.perf_counter())
                     # the next gap, as its start sees the load
-                    due += gap + slope * (self.inflight - 1)
+                    due += gap + slope * max(0, self.inflight - free)
                 writer.write(middle if 0 < k < n - 1 else token_chunk(k))
                 await writer.drain()
         finally:
@@ -319,6 +325,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
     p.add_argument("--request-log", default="", help="append each request to this file")
     p.add_argument("--itl-per-inflight-ms", type=float, default=0.0)
+    p.add_argument("--full-speed-streams", type=int, default=1,
+                   help="streams in flight that do not slow the gaps (--itl-per-inflight-ms)")
     return p.parse_args(argv)
 
 
@@ -332,6 +340,7 @@ async def main(argv: list[str]) -> None:
         print("INFO loading \x1b]0;pwned\x07model\x1b[2J\x1b[31m red \x9b1m", flush=True)
         if server.args.exit_after_log:
             os._exit(3)
+    print("INFO:     Application startup complete.", flush=True)
     async with srv:
         await srv.serve_forever()
 

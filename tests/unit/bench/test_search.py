@@ -1,7 +1,8 @@
 """Capacity search (issue 22.4): exponential then binary search for the highest level whose
 percentile latencies meet every SLO — the bisection on its own, and end to end on the
-labelled FAKE OpenAI server (tests/support/fake_openai_server.py) whose TPOT grows
-linearly with the requests in flight, so the level the SLO allows is known exactly."""
+labelled FAKE OpenAI server (tests/support/fake_openai_server.py) whose TPOT grows with the
+requests in flight beyond the five it serves at full speed, so the level the SLO allows is
+known exactly."""
 
 from __future__ import annotations
 
@@ -18,16 +19,17 @@ from variantctl.exitcodes import ExitCode
 
 Run = Callable[..., CliResult]
 
-#: the fake server: TPOT = 20 ms + 40 ms × (requests in flight − 1). The SLO (200 ms) sits
-#: 20 ms from the levels on either side of it (180 ms at c = 5, 220 ms at c = 6): a loaded
-#: machine adds a few ms to every gap, never 20
-ITL_MS, SLOPE_MS = 20, 40
+#: the fake server: a batch of FULL streams at full speed (TPOT = ITL), every stream in flight
+#: beyond them adds SLOPE to each gap: TPOT = 10 ms up to c = 5, 70 ms at c = 6, 190 ms at
+#: c = 8. The SLO (40 ms) sits 30 ms from the levels on either side of it: a loaded machine
+#: adds a few ms to every gap, never 30 — and the gaps are short, so the search is quick
+ITL_MS, SLOPE_MS, FULL, SLO_MS = 10, 60, 5, 40
 
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with spawn("--ttft-ms", "100", "--itl-ms", str(ITL_MS), "--itl-per-inflight-ms",
-               str(SLOPE_MS)) as u:
+    with spawn("--ttft-ms", "20", "--itl-ms", str(ITL_MS), "--itl-per-inflight-ms",
+               str(SLOPE_MS), "--full-speed-streams", str(FULL)) as u:
         yield u
 
 
@@ -66,9 +68,9 @@ def test_percentile_is_numpys_linear() -> None:
 
 def test_search_on_a_server_whose_tpot_grows_with_load_finds_the_allowed_level(
         run_cli: Run, url: str) -> None:
-    # TPOT(c) = 20 + 40 (c − 1) ms: 180 ms at c = 5, 220 ms at c = 6; the SLO is 200 ms
+    # TPOT(c) = 10 ms up to c = 5, 70 ms at c = 6; the SLO is 40 ms
     res = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo",
-                   "ttft:2000,tpot:200", "--requests", "12", "--output-len", "6",
+                   f"ttft:2000,tpot:{SLO_MS}", "--requests", "12", "--output-len", "6",
                    "--ignore-eos", "--warmup", "off", "--max-level", "16", "--json"])
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)
@@ -80,13 +82,13 @@ def test_search_on_a_server_whose_tpot_grows_with_load_finds_the_allowed_level(
     # every probe is a stored level of the result
     assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4, 8, 6, 5]
     p90 = {p["level"]: p["values_ms"]["tpot"] for p in search["probes"]}
-    assert p90[5] < 200 < p90[6]
+    assert p90[5] < SLO_MS < p90[6]
     # and the table says so
-    table = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo", "tpot:200",
+    table = run_cli(["bench", "--url", url, "--search", "concurrency", "--slo", f"tpot:{SLO_MS}",
                      "--requests", "6", "--output-len", "4", "--ignore-eos", "--warmup", "off",
                      "--max-level", "2"])
     assert table.code == 0, table.output
-    assert "capacity: concurrency 2 (P90 tpot ≤ 200 ms); --max-level 2 reached" in (
+    assert f"capacity: concurrency 2 (P90 tpot ≤ {SLO_MS} ms); --max-level 2 reached" in (
         " ".join(table.stdout.split()))
 
 

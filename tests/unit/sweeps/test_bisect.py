@@ -1,12 +1,15 @@
 """``bisect RUN_A RUN_B`` (issue 21.3): which of the settings two runs differ in accounts
 for their throughput difference. Real launches of the labelled FAKE OpenAI server
 (tests/support/fake_openai_server.py: not vLLM): run A and run B differ in three settings,
-of which only ``itl-ms`` (5 → 60 ms a token) changes the server's speed strongly; the
-other two (``ttft-ms`` 20 → 22, an environment variable the fake ignores) do not."""
+of which only ``itl-ms`` (5 → 40 ms a token) changes the server's speed strongly; the
+other two (``ttft-ms`` 20 → 22, an environment variable the fake ignores) do not. Runs
+are benchmarked at concurrency 4 (the fake serves every stream at its own pace), so a
+configuration's 24 requests take six requests' time."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +23,7 @@ from variantctl.sweeps.bisect import Effect
 
 Run = Callable[..., CliResult]
 
-BENCH = ("bench:\n  concurrency: [1]\n  requests: 24\n  output_len: 8\n"
+BENCH = ("bench:\n  concurrency: [4]\n  requests: 24\n  output_len: 8\n"
          "  ignore_eos: true\n  warmup: 'off'\n")
 
 
@@ -39,27 +42,29 @@ def _project(tmp_path: Path, points: list[str]) -> Path:
     return project
 
 
-def _runs(run_cli: Run, project: Path) -> list[str]:
-    res = run_cli(["sweep", "ab", "--json"], project=project)
-    assert res.code == 0, res.output
-    return [p["run_id"] for p in json.loads(res.stdout)["points"]]
-
-
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+def three_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, str]:
+    """Runs A and B, and A2: A's configuration run again (a separate launch)."""
     from tests.conftest import make_env
     from variantctl.cli import run
 
     tmp = tmp_path_factory.mktemp("bisect")
     project = _project(tmp, [
         "{args.ttft-ms: 20, args.itl-ms: 5, env.BISECT_TAG: a}",
-        "{args.ttft-ms: 22, args.itl-ms: 60, env.BISECT_TAG: b}",
+        "{args.ttft-ms: 22, args.itl-ms: 40, env.BISECT_TAG: b}",
+        "{args.ttft-ms: 20, args.itl-ms: 5, env.BISECT_TAG: a}",
     ])
     env = make_env(project, tmp / "cache")
     code = run(["sweep", "ab", "--json"], env)
     out = env.stdout.file.getvalue()  # type: ignore[attr-defined]
     assert code == 0, out + env.stderr.file.getvalue()  # type: ignore[attr-defined]
-    a, b = (p["run_id"] for p in json.loads(out)["points"])
+    a, b, a2 = (p["run_id"] for p in json.loads(out)["points"])
+    return project, a, b, a2
+
+
+@pytest.fixture
+def two_runs(three_runs: tuple[Path, str, str, str]) -> tuple[Path, str, str]:
+    project, a, b, _ = three_runs
     return project, a, b
 
 
@@ -73,7 +78,7 @@ def test_bisect_names_the_setting_that_makes_the_difference(
     assert {s["setting"] for s in out["settings"]} == {"args.itl-ms", "args.ttft-ms",
                                                        "env.BISECT_TAG"}
     assert out["found"]["settings"] == ["args.itl-ms"], out
-    # itl 5 → 60 ms: B is far slower, and itl-ms alone holds most of it
+    # itl 5 → 40 ms: B is far slower, and itl-ms alone holds most of it
     assert out["total"]["significant"] and out["total"]["delta_pct"] < -50
     assert out["found"]["significant"] and out["found"]["share"] > 0.8
     lo, hi = out["found"]["ci95_pct"]
@@ -156,9 +161,10 @@ def test_bisect_refuses_bad_input(run_cli: Run, two_runs: tuple[Path, str, str],
 
 
 def test_bisect_refuses_identical_runs_other_hosts_and_runs_without_benchmarks(
-        run_cli: Run, tmp_path: Path) -> None:
-    project = _project(tmp_path, ["{args.itl-ms: 5}", "{args.itl-ms: 5}"])
-    a, b = _runs(run_cli, project)
+        run_cli: Run, three_runs: tuple[Path, str, str, str], tmp_path: Path) -> None:
+    shared, a, _, b = three_runs  # A and A2: two launches of one configuration
+    # a copy: the run records below are edited
+    project = shutil.copytree(shared, tmp_path / "proj", ignore=shutil.ignore_patterns("work-*"))
     res = run_cli(["bisect", a, b], project=project)
     assert res.code == 2, res.output
     assert "have the same configuration" in res.stderr and "Traceback" not in res.output

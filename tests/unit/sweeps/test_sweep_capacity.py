@@ -1,7 +1,8 @@
 """``rank: capacity`` (issue 22.4): a sweep whose ``bench:`` searches for capacity stores
 each point's capacity and lists the points by it. Real launches of the labelled FAKE
-OpenAI server (tests/support/fake_openai_server.py: not vLLM) whose TPOT grows linearly
-with the requests in flight, at two slopes, so each point's capacity is known."""
+OpenAI server (tests/support/fake_openai_server.py: not vLLM) whose TPOT grows with the
+requests in flight beyond the streams it serves at full speed (3 or 5: the grid), so each
+point's capacity is known."""
 
 from __future__ import annotations
 
@@ -25,22 +26,23 @@ def test_a_sweep_ranks_its_points_by_capacity(run_cli: Run, tmp_path: Path) -> N
         "description: FAKE OpenAI-compatible server, TPOT grows with load; not vLLM\n"
         f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
         f"port: {free_port()}\n"
-        "args:\n  ttft-ms: 100\n  itl-ms: 20\n  itl-per-inflight-ms: 40\n"
+        "args:\n  ttft-ms: 20\n  itl-ms: 10\n  itl-per-inflight-ms: 60\n"
         "startup:\n  ready_timeout: 30\n  stall: 30\n")
     (project / "sweeps").mkdir()
-    # TPOT(c) = 20 + slope (c − 1) ms under an SLO of 200 ms: slope 80 → c 3 (180; c 4: 260),
-    # slope 40 → c 5 (180; c 6: 220) — 20 ms from the SLO, more than a loaded machine adds
+    # TPOT(c) = 10 ms up to the streams served at full speed, then 10 + 60 (c − full) ms,
+    # under an SLO of 40 ms: full 3 → c 3 (10; c 4: 70), full 5 → c 5 (10; c 6: 70) — 30 ms
+    # from the SLO on either side, more than a loaded machine adds
     (project / "sweeps" / "cap.yaml").write_text(
         f"base: fake-load\nhosts: [local]\nport: {free_port()}\nrank: capacity\n"
-        "grid:\n  args:\n    itl-per-inflight-ms: [80, 40]\n"
-        "bench:\n  search: concurrency\n  slo: 'ttft:3000,tpot:200'\n  max_level: 8\n"
+        "grid:\n  args:\n    full-speed-streams: [3, 5]\n"
+        "bench:\n  search: concurrency\n  slo: 'ttft:3000,tpot:40'\n  max_level: 8\n"
         "  requests: 10\n  output_len: 5\n  ignore_eos: true\n  warmup: 'off'\n")
     res = run_cli(["sweep", "cap", "--json"], project=project)
     assert res.code == 0, res.output
     points = json.loads(res.stdout)["points"]
-    caps = {p["values"]["args.itl-per-inflight-ms"]: p["capacity"] for p in points}
-    assert caps[80]["best_level"] == 3 and caps[40]["best_level"] == 5
-    assert caps[80]["limiting"] == "tpot" and caps[80]["mode"] == "concurrency"
+    caps = {p["values"]["args.full-speed-streams"]: p["capacity"] for p in points}
+    assert caps[3]["best_level"] == 3 and caps[5]["best_level"] == 5
+    assert caps[3]["limiting"] == "tpot" and caps[3]["mode"] == "concurrency"
     table = run_cli(["sweep", "cap", "--resume"], project=project)
     assert table.code == 0, table.output
     rows = [ln for ln in table.stdout.splitlines() if "fake-load" in ln and "concurrency " in ln]
