@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,16 @@ class PageShot:
     console: tuple[str, ...]
     stderr: str
 
-    def pixels_near(self, colour: tuple[int, int, int], tolerance: int = 40) -> int:
+    @cached_property
+    def _colours(self) -> list[tuple[int, tuple[int, int, int]]]:
+        """(count, colour) of every colour of the screenshot, read once (the page is
+        1200 × 7000 pixels: a histogram per question would cost a second each)."""
         img = Image.open(self.screenshot).convert("RGB")
+        return img.getcolors(maxcolors=1 << 24) or []
+
+    def pixels_near(self, colour: tuple[int, int, int], tolerance: int = 40) -> int:
         count = 0
-        for n, (r, g, b) in img.getcolors(maxcolors=1 << 24) or []:
+        for n, (r, g, b) in self._colours:
             if abs(r - colour[0]) + abs(g - colour[1]) + abs(b - colour[2]) <= tolerance:
                 count += n
         return count

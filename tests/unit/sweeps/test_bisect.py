@@ -3,8 +3,8 @@ for their throughput difference. Real launches of the labelled FAKE OpenAI serve
 (tests/support/fake_openai_server.py: not vLLM): run A and run B differ in three settings,
 of which only ``itl-ms`` (5 → 40 ms a token) changes the server's speed strongly; the
 other two (``ttft-ms`` 20 → 22, an environment variable the fake ignores) do not. Runs
-are benchmarked at concurrency 4 (the fake serves every stream at its own pace), so a
-configuration's 24 requests take six requests' time."""
+are benchmarked at concurrency 8 (the fake serves every stream at its own pace), so a
+configuration's 24 requests take three requests' time."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from variantctl.sweeps.bisect import Effect
 
 Run = Callable[..., CliResult]
 
-BENCH = ("bench:\n  concurrency: [4]\n  requests: 24\n  output_len: 8\n"
+BENCH = ("bench:\n  concurrency: [8]\n  requests: 24\n  output_len: 8\n"
          "  ignore_eos: true\n  warmup: 'off'\n")
 
 
