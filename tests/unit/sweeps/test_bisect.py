@@ -1,7 +1,7 @@
 """``bisect RUN_A RUN_B`` (issue 21.3): which of the settings two runs differ in accounts
 for their throughput difference. Real launches of the labelled FAKE OpenAI server
 (tests/support/fake_openai_server.py: not vLLM): run A and run B differ in three settings,
-of which only ``itl-ms`` (5 → 40 ms a token) changes the server's speed strongly; the
+of which only ``itl-ms`` (5 → 60 ms a token) changes the server's speed strongly; the
 other two (``ttft-ms`` 20 → 22, an environment variable the fake ignores) do not. Runs
 are benchmarked at concurrency 8 (the fake serves every stream at its own pace), so a
 configuration's 24 requests take three requests' time."""
@@ -51,7 +51,7 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str
     tmp = tmp_path_factory.mktemp("bisect")
     project = _project(tmp, [
         "{args.ttft-ms: 20, args.itl-ms: 5, env.BISECT_TAG: a}",
-        "{args.ttft-ms: 22, args.itl-ms: 40, env.BISECT_TAG: b}",
+        "{args.ttft-ms: 22, args.itl-ms: 60, env.BISECT_TAG: b}",
         "{args.ttft-ms: 20, args.itl-ms: 5, env.BISECT_TAG: a}",
     ])
     env = make_env(project, tmp / "cache")
@@ -78,7 +78,7 @@ def test_bisect_names_the_setting_that_makes_the_difference(
     assert {s["setting"] for s in out["settings"]} == {"args.itl-ms", "args.ttft-ms",
                                                        "env.BISECT_TAG"}
     assert out["found"]["settings"] == ["args.itl-ms"], out
-    # itl 5 → 40 ms: B is far slower, and itl-ms alone holds most of it
+    # itl 5 → 60 ms: B is far slower, and itl-ms alone holds most of it
     assert out["total"]["significant"] and out["total"]["delta_pct"] < -50
     assert out["found"]["significant"] and out["found"]["share"] > 0.8
     lo, hi = out["found"]["ci95_pct"]
