@@ -33,6 +33,15 @@ def project(tmp_path: Path, run_cli: Run) -> Iterator[Path]:
     run_cli(["stop", "--all", "--grace", "2"], project=root)
 
 
+@pytest.fixture
+def project_without_gpu_monitor(tmp_path: Path, run_cli: Run) -> Iterator[Path]:
+    """For a test of many short levels that asks nothing of the GPUs: no stand-in
+    nvidia-smi (a process started at every level and every second of it)."""
+    root = make_bench_project(tmp_path / "proj", gpu_monitor=False)
+    yield root
+    run_cli(["stop", "--all", "--grace", "2"], project=root)
+
+
 def launch(run_cli: Run, project: Path, variant: str) -> int:
     port = free_port()
     res = run_cli(["launch", variant, "--port", str(port), "--grace", "2"], project=project)
@@ -291,7 +300,8 @@ def test_a_death_ends_every_repeat_too(run_cli: Run, project: Path) -> None:
 
 
 def test_every_level_carries_its_intervals_and_until_ci_says_how_it_ended(
-        run_cli: Run, project: Path) -> None:
+        run_cli: Run, project_without_gpu_monitor: Path) -> None:
+    project = project_without_gpu_monitor
     launch(run_cli, project, "fake-openai")
     shape = ("--requests", "4", "--output-len", "4", "--warmup", "off", "--no-store")
     common = ("fake-openai", "--concurrency", "1,2", *shape)
