@@ -681,14 +681,14 @@ class SshTarget:
     def forward(self, port: int, address: str = "127.0.0.1"
                 ) -> AbstractContextManager[tuple[str, int]]:
         """A local listener relaying each connection over its own direct-tcpip channel."""
-        from variantctl.targets.forward import relay
+        from variantctl.targets.forward import SelectableChannel, relay
 
-        def open_channel() -> Any:
+        def open_channel() -> SelectableChannel:
             chan = self._transport().open_channel(
                 "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=10.0
             )
             self.round_trips += 1
-            return chan
+            return SelectableChannel(chan)
 
         self._transport()  # fail now (unreachable), not at the first client connection
         return relay(open_channel)

@@ -10,11 +10,15 @@ still uses the channel.
 
 from __future__ import annotations
 
+import os
+import select
 import socket
 import threading
 import time
 
-from variantctl.targets.forward import _Relay
+from paramiko.buffered_pipe import BufferedPipe
+
+from variantctl.targets.forward import _ReadyEvent, _Relay
 
 
 class HeldChannel:
@@ -72,3 +76,48 @@ def test_stop_leaves_a_busy_connection_to_the_relay_thread_which_closes_it() -> 
         channel.release.set()
         client.close()
         channel.far.close()
+
+
+def readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def test_a_channel_buffer_drives_the_ready_events_pipe_level_by_level() -> None:
+    """What the selector sees of a paramiko channel (SelectableChannel): readable while
+    its input buffer holds data or is closed, not once it is read empty."""
+    buffer: BufferedPipe[bytes] = BufferedPipe()
+    event = _ReadyEvent()
+    try:
+        buffer.set_event(event)
+        assert not readable(event.fileno()) and not event.is_set()
+        buffer.feed(b"abc")
+        buffer.feed(b"def")
+        assert readable(event.fileno()) and event.is_set()
+        assert buffer.read(4) == b"abcd"
+        assert readable(event.fileno())  # two bytes left
+        assert buffer.read(10) == b"ef"
+        assert not readable(event.fileno()) and not event.is_set()
+        buffer.close()  # EOF: readable, so the relay reads the b"" that ends the pair
+        assert readable(event.fileno())
+    finally:
+        event.close()
+
+
+def test_a_closed_ready_event_leaves_the_fd_numbers_it_gave_back_alone() -> None:
+    """paramiko's own pipe, once closed, could still be written (transport thread) or
+    read (PosixPipe.clear) at its old numbers; the ready event, once closed, is not."""
+    event = _ReadyEvent()
+    given_back = event.fileno()
+    event.close()
+    r, w = os.pipe()  # the lowest free numbers: those the event gave back
+    try:
+        assert given_back in (r, w)
+        os.write(w, b"mine")
+        event.set()  # the transport thread feeding a channel the relay closed
+        event.clear()  # the relay reading it
+        event.close()
+        os.close(w)
+        assert os.read(r, 100) == b"mine"  # nothing taken, nothing added
+        assert event.is_set() is False
+    finally:
+        os.close(r)
