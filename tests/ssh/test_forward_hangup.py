@@ -34,6 +34,8 @@ from tests.ssh.conftest import ssh_host
 from tests.support.sshd import SshLab
 from variantctl.targets.ssh import SshTarget
 
+pytestmark = pytest.mark.ssh
+
 
 @contextmanager
 def flood_server() -> Iterator[int]:

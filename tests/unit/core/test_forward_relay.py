@@ -6,6 +6,11 @@ A stand-in channel (a socket pair: the relay only needs fileno/recv/sendall/clos
 Before, ``stop()`` gave the thread 5 s and then closed every channel from the stopping
 thread — a paramiko channel closed that way frees its pipe's fds while the relay thread
 still uses the channel.
+
+And the ready event a paramiko channel is selected through (SelectableChannel): it follows
+the channel's input buffer, and once closed it never touches the fd numbers it gave back
+(the cause of the "Bad file descriptor" itself is tested on the real sshd:
+tests/ssh/test_forward_hangup.py).
 """
 
 from __future__ import annotations
