@@ -20,8 +20,9 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -114,7 +115,14 @@ def test_a_client_hanging_up_while_the_transport_signals_its_channel_keeps_the_c
             client = socket.create_connection((host, local_port))
             assert read_some(client)  # the stream flows
             hook.armed = True
-            assert hook.held.wait(10), "the transport thread signalled no data"
+            # keep reading until the hook holds the transport thread: a client that
+            # stopped reading would fill the buffers and stall the stream before that
+            client.settimeout(0.2)
+            deadline = time.monotonic() + 10
+            while not hook.held.is_set() and time.monotonic() < deadline:
+                with suppress(TimeoutError):
+                    client.recv(65536)
+            assert hook.held.is_set(), "the transport thread signalled no data"
             client.close()  # the relay closes the channel; the transport thread is held
             assert hook.closing.wait(10), "the relay did not close the channel"
             hook.armed = False
