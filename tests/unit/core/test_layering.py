@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter, defaultdict
+from functools import cache
 from itertools import pairwise
 from pathlib import Path
 
@@ -18,6 +19,12 @@ PKG = Path(__file__).resolve().parents[3] / "variantctl"
 #: packages that plan and analyse: no file, process or network access
 PURE = {"patching", "variants", "logs"}
 EFFECTS = {"os", "subprocess", "fabric", "paramiko", "socket", "shutil", "tempfile"}
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    """A file of the package parsed once for all the checks here (they only read it)."""
+    return ast.parse(path.read_text())
 
 
 def _unit(module: str) -> str:
@@ -53,7 +60,7 @@ def package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG.parent).with_suffix("")
         src = _unit(".".join(rel.parts))
-        for name in _imports(ast.parse(path.read_text())):
+        for name in _imports(_tree(path)):
             if not name.startswith("variantctl."):
                 continue
             dst = _unit(name)
@@ -95,7 +102,7 @@ def test_pure_packages_do_no_io() -> None:
     bad = []
     for pkg in sorted(PURE):
         for path in sorted((PKG / pkg).rglob("*.py")):
-            for name in _imports(ast.parse(path.read_text())):
+            for name in _imports(_tree(path)):
                 if name.split(".")[0] in EFFECTS:
                     bad.append(f"{path.relative_to(PKG.parent)} imports {name}")
     assert not bad, "\n".join(bad)
@@ -142,7 +149,7 @@ def module_graph() -> dict[str, set[str]]:
         names[module] = (path, module if is_init else module.rpartition(".")[0])
     edges: dict[str, set[str]] = {}
     for module, (path, package) in names.items():
-        found = _module_imports(ast.parse(path.read_text()), package)
+        found = _module_imports(_tree(path), package)
         edges[module] = {n for n in found if n in names and n != module}
     return edges
 
@@ -197,7 +204,7 @@ def test_no_unused_functions() -> None:
     unused = [
         f"{path.relative_to(root)}:{node.lineno} {node.name}"
         for path in sorted(PKG.rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         and not node.name.startswith("__") and words[node.name] <= 1
         and not FRAMEWORK_HOOKS.fullmatch(node.name)
