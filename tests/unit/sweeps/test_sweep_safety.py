@@ -40,7 +40,7 @@ def _state(project: Path) -> dict:  # type: ignore[type-arg]
     return json.loads((project / "runs" / "sweeps" / "s.json").read_text())
 
 
-def test_a_second_run_of_a_running_sweep_is_refused(tmp_path: Path) -> None:
+def test_a_second_run_of_a_running_sweep_is_refused(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     project = _project(tmp_path, requests=60, output_len=32)  # about a minute of benchmark
     first = _spawn(project, "sweep", "s")
     try:
@@ -56,19 +56,19 @@ def test_a_second_run_of_a_running_sweep_is_refused(tmp_path: Path) -> None:
         else:
             raise AssertionError("the first sweep never reached its benchmark")
         before = (project / "runs" / "sweeps" / "s.json").read_bytes()
-        second = _spawn(project, "sweep", "s", "--resume")
-        out, err = second.communicate(timeout=60)
-        assert second.returncode == ExitCode.CONFLICT, (out, err)
+        # the second run: this process (another pid than the first's, as any other run)
+        second = run_cli(["sweep", "s", "--resume"], project=project)
+        assert second.code == ExitCode.CONFLICT, second.output
         assert (f"sweep s is already running (pid {first.pid} on host "
-                f"{socket.gethostname()}" in err), err
-        assert "Traceback" not in err
+                f"{socket.gethostname()}" in second.stderr), second.stderr
+        assert "Traceback" not in second.output
         # the second run wrote nothing: the first one's point is still benchmarking
         after = json.loads((project / "runs" / "sweeps" / "s.json").read_bytes())
         assert after["points"][0]["status"] == "running"
         assert after["points"][0]["phase"] == "bench"
         assert json.loads(before)["started_at"] == after["started_at"]
-        dry = _spawn(project, "sweep", "s", "--dry-run")  # reading the plan is never refused
-        assert dry.wait(60) == 0
+        dry = run_cli(["sweep", "s", "--dry-run"], project=project)
+        assert dry.code == 0, dry.output  # reading the plan is never refused
     finally:
         first.send_signal(signal.SIGINT)  # the first run stops its server as it ends
         first.communicate(timeout=120)
