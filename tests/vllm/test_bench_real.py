@@ -1,12 +1,14 @@
 """``variantctl bench`` on the real vLLM CPU server with the tiny random-weight model.
 
 Two real servers — the repository's ``cpu-eager`` and ``cpu-base`` variants, on vLLM's
-single-process engine (tests/support/realvllm.py) — launched at once for the module on
-host ``cpu`` (this machine). Host ``cpu-ssh`` is the same
-machine reached through the real sshd with the same work directory, so the same
-server records are read over SFTP and the server is reached through the SSH forward:
-the remote path, for the price of no third server start. ``cpu-ssh`` samples GPUs
-with the labelled stand-in nvidia-smi; ``cpu`` has no monitor (GPU "not available").
+single-process engine (tests/support/realvllm.py) — on host ``cpu`` (this machine):
+``cpu-eager`` is the session's shared server (tests/support/eagerserver.py, also
+benchmarked by the report and workload tests), ``cpu-base`` this module's own, launched
+while the shared one may still be loading. Host ``cpu-ssh`` is the same machine reached through the
+real sshd with the same work directory, so the same server records are read over SFTP
+and the server is reached through the SSH forward: the remote path, for the price of no
+third server start. ``cpu-ssh`` samples GPUs with the labelled stand-in nvidia-smi;
+``cpu`` has no monitor (GPU "not available").
 """
 
 from __future__ import annotations
@@ -21,63 +23,36 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, CliResult, make_env
-from tests.support.bench_project import STANDIN_SMI
-from tests.support.realvllm import HOST_ENV, StartBudget, copy_cpu_variants
-from tests.support.sshd import SshLab, free_port
+from tests.support.eagerserver import GROUP, SharedServer
+from tests.support.sshd import free_port
 from variantctl.bench.promscrape import parse_text
-from variantctl.cli import run
 from variantctl.runs.store import RunStore
 
-pytestmark = [pytest.mark.vllm, pytest.mark.ssh]
+pytestmark = [pytest.mark.vllm, pytest.mark.ssh, pytest.mark.xdist_group(GROUP)]
 
 INPUT_LEN, OUTPUT_LEN = 32, 16
 
 
-class Lab:
-    def __init__(self, project: Path, cache: Path, ports: dict[str, int]):
-        self.project, self.cache, self.ports = project, cache, ports
-
-    def cli(self, *args: str) -> CliResult:
-        env = make_env(self.project, self.cache)
-        code = run(list(args), env)
-        return CliResult(code, env.stdout.file.getvalue(),  # type: ignore[attr-defined]
-                         env.stderr.file.getvalue())  # type: ignore[attr-defined]
-
-
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: Path,
-        tiny_model: Path, start_budget: StartBudget) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("benchreal")
-    project = base / "project"
-    (project / "variants").mkdir(parents=True)
-    (project / "patchsets").mkdir()
-    copy_cpu_variants(REPO, project, start_budget)
-    common = (f"  python: {vllm_python}\n  workdir: {base / 'work'}\n"
-              f"  env: {{{HOST_ENV}}}\n  vllm_version: 0.32.0\n")
-    monitor = json.dumps(f"env STANDIN_SMI_STATE={base / 'smi'} {STANDIN_SMI}")
-    (project / "variants" / "hosts.yaml").write_text(
-        "cpu:\n" + common
-        + f"cpu-ssh:\n  ssh:\n    alias: gpu1\n    config: {ssh_lab.ssh_config}\n" + common
-        + f"  gpu_monitor: {monitor}\n"
-    )
-    mp = pytest.MonkeyPatch()
-    mp.setenv("VARIANTCTL_TINY_MODEL", str(tiny_model))
-    lab = Lab(project, base / "cache", {})
+def lab(eager_server: SharedServer) -> Iterator[SharedServer]:
+    """The shared project with ``cpu-base`` running beside the shared ``cpu-eager``."""
+    lab = eager_server
+    port = free_port()
     try:
-        for name in ("cpu-eager", "cpu-base"):
-            # --no-wait: both load at once; `watch` then waits for each verdict
-            port = free_port()
-            res = lab.cli("launch", name, "--port", str(port), "--no-wait")
-            assert res.code == 0, res.output
-            lab.ports[name] = port
-        for name in ("cpu-eager", "cpu-base"):
-            res = lab.cli("watch", name)
-            assert res.code == 0, res.output
+        # --no-wait: it loads while the shared server may still be loading; `watch`
+        # then waits for its verdict
+        res = lab.cli("launch", "cpu-base", "--port", str(port), "--no-wait")
+        assert res.code == 0, res.output
+        lab.ready()
+        res = lab.cli("watch", "cpu-base")
+        assert res.code == 0, res.output
         yield lab
     finally:
-        lab.cli("stop", "--all", "--host", "cpu", "--grace", "5")
-        mp.undo()
+        lab.cli("stop", "cpu-base", "--host", "cpu", "--grace", "5")
+
+
+def base_port(lab: SharedServer) -> int:
+    return int(lab.record("cpu-base")["port"])
 
 
 def _ladder_checks(doc: dict[str, Any]) -> None:
@@ -106,33 +81,34 @@ LADDER = ("--concurrency", "1,2", "--requests", "8", "--prompt", "random", "--in
           "--json")
 
 
-def test_ladder_on_the_real_server_locally(lab: Lab) -> None:
+def test_ladder_on_the_real_server_locally(lab: SharedServer) -> None:
     res = lab.cli("bench", "cpu-eager", *LADDER)
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)
     _ladder_checks(doc)
-    assert doc["target"]["url"] == f"http://127.0.0.1:{lab.ports['cpu-eager']}"
+    assert doc["target"]["url"] == lab.url
     assert not doc["levels"][0]["gpu"]["available"]  # this machine has no GPU monitor
-    (run_dir,) = [d.path for d in RunStore(lab.project / "runs").dirs()
-                  if d.variant == "cpu-eager"]
+    # stored in the run its launch archived (the server's record names it)
+    run_dir = Path(lab.record()["run_dir"])
+    assert RunStore(lab.project / "runs").read(run_dir).variant_name == "cpu-eager"
     assert Path(doc["stored"]).parent == run_dir
     assert Path(doc["stored"]).name in json.loads((run_dir / "run.json").read_text())[
         "benchmarks"]
 
 
-def test_ladder_on_the_real_server_over_ssh(lab: Lab) -> None:
+def test_ladder_on_the_real_server_over_ssh(lab: SharedServer) -> None:
     res = lab.cli("bench", "cpu-eager", "--host", "cpu-ssh", *LADDER)
     assert res.code == 0, res.output
     doc = json.loads(res.stdout)
     _ladder_checks(doc)
     assert doc["target"]["host"] == "cpu-ssh"
-    assert not doc["target"]["url"].endswith(f":{lab.ports['cpu-eager']}")  # the forward
+    assert not doc["target"]["url"].endswith(f":{lab.port}")  # the forward
     assert doc["levels"][0]["gpu"]["available"]  # the stand-in, run over SSH
 
 
 def test_metrics_parser_agrees_with_prometheus_client_on_the_real_page(
-        lab: Lab, vllm_python: Path, tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{lab.ports['cpu-base']}/metrics"
+        lab: SharedServer, vllm_python: Path, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{base_port(lab)}/metrics"
     with urllib.request.urlopen(url, timeout=10) as resp:
         text = resp.read().decode()
     (tmp_path / "page.txt").write_text(text)
@@ -154,7 +130,7 @@ def test_metrics_parser_agrees_with_prometheus_client_on_the_real_page(
         assert series in ours
 
 
-def test_cpu_eager_and_cpu_base_in_one_table(lab: Lab) -> None:
+def test_cpu_eager_and_cpu_base_in_one_table(lab: SharedServer) -> None:
     res = lab.cli("bench", "cpu-eager", "cpu-base", "--requests", "4", "--output-len", "8",
                   "--ignore-eos", "--warmup", "off", "--concurrency", "1,2")
     assert res.code == 0, res.output

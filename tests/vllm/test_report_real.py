@@ -1,100 +1,92 @@
 """``variantctl report`` and ``compare`` on runs measured on the real vLLM CPU server.
 
-One server for the whole session (``cpu-eager``, tiny random-weight model), launched
-and benchmarked by the real CLI; a second point is the same real measurement
-protocol under a second configuration record (``max-num-seqs 1``), built with the
-RunStore API and given a real benchmark of the same server — the brief's way to
-get two points for the price of one server start. ``cpu-batched-tokens`` is a real
-failed start (vLLM refuses it within seconds), so the failures table shows a real
-signature and log line. The HTML report is opened in headless Chromium.
+The session's shared ``cpu-eager`` server (tests/support/eagerserver.py, tiny
+random-weight model; its host ``cpu`` declares ``gpu:`` peaks, labelled, for the
+roofline section), benchmarked here by the real CLI. The launch's run also holds what
+the other modules sharing the server measured, so this module's first point is that run
+as the launch archived it (its record, log and script) holding only the benchmark
+measured here, stored by the CLI; a second point is the same real measurement protocol
+under a second configuration record (``max-num-seqs 1``), built with the RunStore API
+and given a real benchmark of the same server — the brief's way to get two points for
+the price of one server start (here: of none). ``cpu-batched-tokens`` is a real failed
+start (vLLM refuses it within seconds), so the failures table shows a real signature and
+log line. The HTML report is opened in headless Chromium.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, CliResult, make_env
-from tests.support.realvllm import HOST_ENV, StartBudget, copy_cpu_variants
+from tests.support.eagerserver import GROUP, SharedServer
 from tests.support.sshd import free_port
 from tests.unit.report.browser import BLUE, ORANGE, screenshot
 from variantctl.bench.model import BenchResult
-from variantctl.cli import run
 from variantctl.runs.store import RunStore
 
-pytestmark = [pytest.mark.vllm]
+pytestmark = [pytest.mark.vllm, pytest.mark.ssh, pytest.mark.xdist_group(GROUP)]
 
 BENCH = ("--concurrency", "1,2", "--requests", "4", "--prompt", "random", "--input-len", "32",
          "--output-len", "16", "--ignore-eos", "--warmup", "1", "--json")
 
 
 class Lab:
-    def __init__(self, project: Path, cache: Path):
-        self.project, self.cache = project, cache
-        self.runs: dict[str, str] = {}  # point -> run id
-
-    def cli(self, *args: str) -> CliResult:
-        env = make_env(self.project, self.cache)
-        code = run(list(args), env)
-        return CliResult(code, env.stdout.file.getvalue(),  # type: ignore[attr-defined]
-                         env.stderr.file.getvalue())  # type: ignore[attr-defined]
+    def __init__(self, server: SharedServer, runs: dict[str, str]):
+        self.server, self.project, self.cli = server, server.project, server.cli
+        self.runs = runs  # point -> run id
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
-        tiny_model: Path, start_budget: StartBudget) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("reportreal")
-    project = base / "project"
-    copy_cpu_variants(REPO, project, start_budget,
-                      ("cpu-base", "cpu-eager", "cpu-batched-tokens"))
-    # `gpu:` peaks declared for the CPU host only to exercise the roofline section on
-    # real numbers (labelled: they are not this machine's figures)
-    (project / "variants" / "hosts.yaml").write_text(
-        f"cpu:\n  python: {vllm_python}\n  workdir: {base / 'work'}\n"
-        f"  env: {{{HOST_ENV}}}\n  vllm_version: 0.32.0\n"
-        "  gpu: {name: test-declared, peak_bandwidth_gbs: 50, peak_tflops: 1, count: 1}\n")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("VARIANTCTL_TINY_MODEL", str(tiny_model))
-    lab = Lab(project, base / "cache")
-    try:
-        res = lab.cli("launch", "cpu-eager", "--port", str(free_port()), "--no-wait")
-        assert res.code == 0, res.output
-        # --force: the pre-flight rules predict this failure; launch it to record it
-        failed = lab.cli("launch", "cpu-batched-tokens", "--port", str(free_port()), "--force")
-        assert failed.code == 1, failed.output
-        res = lab.cli("watch", "cpu-eager")
-        assert res.code == 0, res.output
-        res = lab.cli("bench", "cpu-eager", *BENCH)
-        assert res.code == 0, res.output
-        stored = Path(json.loads(res.stdout)["stored"])
-        # the second point: the same server measured again, recorded as `max-num-seqs 1`
-        res = lab.cli("bench", "cpu-eager", *BENCH, "--no-store")
-        assert res.code == 0, res.output
-        second = json.loads(res.stdout)
-        store = RunStore(project / "runs")
-        first = store.read(stored.parent)
-        variant = first.to_json()["variant"]
-        variant["args"]["max-num-seqs"] = 1
-        variant["name"] = "cpu-eager@seqs1"
-        d = store.create(key="5e951aaaaa", variant="cpu-eager@seqs1", when=lab_now())
-        store.write(d.path, replace(first, run_id=d.run_id, key=d.key,
-                                    variant_name="cpu-eager@seqs1", variant=variant,
-                                    benchmarks=()))
-        store.attach_benchmark(d.path, BenchResult.from_json(second), lab_now())
-        lab.runs = {"eager": first.run_id, "seqs1": d.run_id,
-                    "failed": next(r.run_id for _, r in store.records()
-                                   if not isinstance(r, Exception)
-                                   and r.variant_name == "cpu-batched-tokens")}
-        yield lab
-    finally:
-        lab.cli("stop", "--all", "--host", "cpu", "--grace", "5")
-        mp.undo()
+def _copy_run(store: RunStore, run_dir: Path, bench_name: str) -> str:
+    """A new run of the launch archived in ``run_dir`` (same configuration: same key;
+    its record, log and script) holding only its benchmark ``bench_name``."""
+    record = store.read(run_dir)
+    assert bench_name in record.benchmarks
+    d = store.create(key=record.key, variant=record.variant_name, when=lab_now())
+    for f in sorted(run_dir.iterdir()):
+        if f.is_file() and f.name != "run.json" and not f.name.startswith(("bench-",
+                                                                           "profile-")):
+            store.write_file(d.path, f.name, f.read_bytes())
+    store.write_file(d.path, bench_name, (run_dir / bench_name).read_bytes())
+    store.write(d.path, replace(record, run_id=d.run_id, key=d.key, benchmarks=(bench_name,)))
+    return d.run_id
+
+
+@pytest.fixture(scope="module")
+def lab(eager_server: SharedServer) -> Lab:
+    server = eager_server
+    store = RunStore(server.project / "runs")
+    # --force: the pre-flight rules predict this failure; launch it to record it (it
+    # fails within seconds, while the shared server may still be loading)
+    failed = server.cli("launch", "cpu-batched-tokens", "--port", str(free_port()), "--force",
+                        "--json")
+    assert failed.code == 1, failed.output
+    server.ready()
+    res = server.cli("bench", "cpu-eager", *BENCH)
+    assert res.code == 0, res.output
+    stored = Path(json.loads(res.stdout)["stored"])
+    # the second point: the same server measured again, recorded as `max-num-seqs 1`
+    res = server.cli("bench", "cpu-eager", *BENCH, "--no-store")
+    assert res.code == 0, res.output
+    second = json.loads(res.stdout)
+    # stored by the CLI into the launch's run, which the other modules' benchmarks share
+    assert stored.parent == Path(server.record()["run_dir"])
+    eager = _copy_run(store, stored.parent, stored.name)
+    first = store.read(store.find(eager).path)
+    variant = first.to_json()["variant"]
+    variant["args"]["max-num-seqs"] = 1
+    variant["name"] = "cpu-eager@seqs1"
+    d = store.create(key="5e951aaaaa", variant="cpu-eager@seqs1", when=lab_now())
+    store.write(d.path, replace(first, run_id=d.run_id, key=d.key,
+                                variant_name="cpu-eager@seqs1", variant=variant,
+                                benchmarks=()))
+    store.attach_benchmark(d.path, BenchResult.from_json(second), lab_now())
+    return Lab(server, {"eager": eager, "seqs1": d.run_id,
+                        "failed": json.loads(failed.stdout)["run_id"]})
 
 
 def lab_now() -> datetime:

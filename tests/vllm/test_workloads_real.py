@@ -1,7 +1,8 @@
 """Workloads (issue 22) on the real vLLM CPU server with the tiny random-weight model.
 
-One server — the repository's ``cpu-eager`` variant, launched once for the module —
-serves every test here: a ShareGPT-format file measured by variantctl and by
+One server — the session's shared ``cpu-eager`` server (tests/support/eagerserver.py:
+the repository's variant on vLLM's single-process engine), reached by its URL — serves
+every test here: a ShareGPT-format file measured by variantctl and by
 ``vllm bench serve`` yields the same per-request lengths, and shared-prefix load shows
 a prefix-cache hit rate well above random prompts'.
 """
@@ -9,19 +10,15 @@ a prefix-cache hit rate well above random prompts'.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, CliResult, make_env
-from tests.support.sshd import free_port
-from variantctl.cli import run
+from tests.support.eagerserver import GROUP, SharedServer
 
-pytestmark = [pytest.mark.vllm]
+pytestmark = [pytest.mark.vllm, pytest.mark.ssh, pytest.mark.xdist_group(GROUP)]
 
 #: natural text, so the tokenizer's counts are not just one token a word
 _TEXT = ("The lighthouse keeper climbed the spiral stairs every evening, counting the "
@@ -42,39 +39,14 @@ _VLLM_BENCH_SERVE = (
 
 
 class Lab:
-    def __init__(self, project: Path, cache: Path, url: str, model: Path):
-        self.project, self.cache, self.url, self.model = project, cache, url, model
-
-    def cli(self, *args: str) -> CliResult:
-        env = make_env(self.project, self.cache)
-        code = run(list(args), env)
-        return CliResult(code, env.stdout.file.getvalue(),  # type: ignore[attr-defined]
-                         env.stderr.file.getvalue())  # type: ignore[attr-defined]
+    def __init__(self, server: SharedServer, model: Path):
+        self.cli, self.url, self.model = server.cli, server.url, model
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
-        tiny_model: Path) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("workloads")
-    project = base / "project"
-    (project / "variants").mkdir(parents=True)
-    (project / "patchsets").mkdir()
-    for name in ("cpu-base", "cpu-eager"):
-        shutil.copy(REPO / "variants" / f"{name}.yaml", project / "variants")
-    (project / "variants" / "hosts.yaml").write_text(
-        f"cpu:\n  python: {vllm_python}\n  workdir: {base / 'work'}\n"
-        "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("VARIANTCTL_TINY_MODEL", str(tiny_model))
-    port = free_port()
-    lab = Lab(project, base / "cache", f"http://127.0.0.1:{port}", tiny_model)
-    try:
-        res = lab.cli("launch", "cpu-eager", "--port", str(port))
-        assert res.code == 0, res.output
-        yield lab
-    finally:
-        lab.cli("stop", "--all", "--host", "cpu", "--grace", "5")
-        mp.undo()
+def lab(eager_server: SharedServer, tiny_model: Path) -> Lab:
+    eager_server.ready()
+    return Lab(eager_server, tiny_model)
 
 
 def sharegpt_file(path: Path) -> int:
