@@ -16,7 +16,7 @@ import pytest
 
 from tests.slurm.conftest import Project, slurm_hosts_yaml
 from tests.ssh.launchkit import run_json
-from tests.support.realvllm import StartBudget
+from tests.support.realvllm import VARIANT_ENV, StartBudget
 from tests.support.slurm import SlurmCluster, port_open
 from tests.support.sshd import SshLab, free_port
 from variantctl.exitcodes import ExitCode
@@ -26,8 +26,10 @@ pytestmark = [pytest.mark.slurm, pytest.mark.ssh, pytest.mark.vllm]
 
 def tiny_variants(project: Path, model: Path, budget: StartBudget, host: str = "cluster"
                   ) -> None:
-    """A tiny-model variant (vLLM's default engine), budgets from this machine's start
-    time."""
+    """A tiny-model variant, budgets from this machine's start time. On vLLM's
+    single-process engine (tests/support/realvllm.py): these tests are about the job
+    (submission, its log, its node, its cancellation), not vLLM's processes, and a
+    start without the engine's worker process is one import of vLLM fewer."""
     (project / "variants" / "tiny-slurm.yaml").write_text(
         "description: tiny Llama on the CPU build, as a SLURM job\n"
         f"host: {host}\n"
@@ -35,8 +37,7 @@ def tiny_variants(project: Path, model: Path, budget: StartBudget, host: str = "
         f"port: {free_port()}\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  enforce-eager: true\n"
-        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n"
-        + budget.startup_yaml() +
+        + VARIANT_ENV + budget.startup_yaml() +
         "expect:\n  enforce_eager: true\n")
     (project / "variants" / "tiny-slurm-batched.yaml").write_text(
         "extends: tiny-slurm\n"
