@@ -42,18 +42,30 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+#: pytest-xdist workers. Two per core: much of a test's time is spent waiting (on a
+#: server's start, a subprocess, a socket), so four keep a 2-core machine busy.
+#: tests/support/scheduling.py keeps each module on one worker, the costliest first.
+TEST_WORKERS ?= 4
+PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
 unit: venv
-	$(VENV)/bin/pytest -m "not ssh and not vllm and not slurm" -q
+	$(VENV)/bin/pytest -m "not ssh and not vllm and not slurm" -q $(PARALLEL)
 
 # Each step's time at the end; pytest itself prints the time and real vLLM server
 # starts per tier (tests/support/suiteclock.py).
+# ruff and mypy run beside pytest (their output is printed after it): neither needs
+# the other, and mypy's minute on a fresh clone would otherwise come first.
 test: venv
 	@set -e; t0=$$(date +%s); \
 	$(MAKE) --no-print-directory vllm sshd slurm chromium; t1=$$(date +%s); \
-	$(MAKE) --no-print-directory lint typecheck; t2=$$(date +%s); \
-	rc=0; $(VENV)/bin/pytest -q || rc=$$?; t3=$$(date +%s); \
-	echo "make test: set-up $$((t1-t0))s, ruff + mypy $$((t2-t1))s, pytest $$((t3-t2))s" \
-	     "(per tier above), in all $$((t3-t0))s"; \
+	lint=$$(mktemp); \
+	( s=$$(date +%s); rc=0; $(MAKE) --no-print-directory lint typecheck >$$lint 2>&1 || rc=$$?; \
+	  echo "$$rc $$(( $$(date +%s) - s ))" >$$lint.rc ) & \
+	rc=0; $(VENV)/bin/pytest -q $(PARALLEL) || rc=$$?; t2=$$(date +%s); \
+	wait; cat $$lint; read lrc lsec <$$lint.rc; rm -f $$lint $$lint.rc; \
+	echo "make test: set-up $$((t1-t0))s, ruff + mypy $${lsec}s (beside pytest)," \
+	     "pytest $$((t2-t1))s (per tier above), in all $$((t2-t0))s"; \
+	if [ $$lrc -ne 0 ]; then echo "make test: ruff or mypy failed (above)"; exit $$lrc; fi; \
 	exit $$rc
 
 demo: venv vllm

@@ -20,7 +20,7 @@ from variantctl.cli import run
 from variantctl.env import Environment
 
 #: per-tier time and real vLLM server starts, printed at the end of every run
-pytest_plugins = ("tests.support.suiteclock",)
+pytest_plugins = ("tests.support.suiteclock", "tests.support.scheduling")
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("VARIANTCTL_CACHE", Path.home() / ".cache" / "variantctl"))

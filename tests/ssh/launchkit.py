@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.sshd import SshLab
+from tests.support.sshd import SshLab, free_port
 
 FAKE = Path(__file__).resolve().parents[1] / "support" / "fake_gpu_server.py"
 
@@ -38,7 +38,7 @@ def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: fl
         (root / "variants" / f"fake-{scenario}.yaml").write_text(
             f"description: FAKE GPU-era server ({scenario}); a test double, not vLLM\n"
             f"command: {json.dumps(command)}\n"
-            "port: 18000\n"
+            f"port: {free_port()}\n"
             "args:\n  enforce-eager: true\n"
             f"startup:\n  ready_timeout: {ready_timeout}\n  stall: {stall}\n"
         )

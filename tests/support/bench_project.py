@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.support.sshd import SshLab
+from tests.support.sshd import SshLab, free_port
 
 SUPPORT = Path(__file__).resolve().parent
 FAKE_OPENAI = SUPPORT / "fake_openai_server.py"
@@ -50,7 +50,7 @@ def make_bench_project(root: Path, lab: SshLab | None = None, *,
             "description: FAKE OpenAI-compatible server with known timing; a test double, "
             "not vLLM\n"
             f"command: {json.dumps(['python', str(FAKE_OPENAI)])}\n"
-            "port: 18100\n"
+            f"port: {free_port()}\n"
             f"args:\n{args}"
             "startup:\n  ready_timeout: 30\n  stall: 30\n"
         )

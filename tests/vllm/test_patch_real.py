@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CACHE, REPO, CliResult
+from tests.support.cachelock import wheel_cache_lock
 from variantctl.hostmodel import Host
 from variantctl.targets.local import LocalTarget
 from variantctl.targets.roots import discover_roots
@@ -114,6 +115,11 @@ def test_discovery_and_status_of_the_real_venv(tmp_path: Path, run_cli, vllm_pyt
 
 def _release_source(version: str) -> str:
     """arg_utils.py of a released vLLM wheel (downloaded once, then cached)."""
+    with wheel_cache_lock(WHEELS):
+        return _fetch_release_source(version)
+
+
+def _fetch_release_source(version: str) -> str:
     cached = WHEELS / f"arg_utils-{version}.py"
     if cached.exists():
         return cached.read_text("utf-8")

@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult, make_env
 from tests.ssh.launchkit import run_json
+from tests.support.cachelock import wheel_cache_lock
 from tests.support.profile_roots import make_profile_roots
 from tests.support.realvllm import StartBudget
 from tests.support.sshd import SshLab, free_port
@@ -231,6 +232,13 @@ def _release_modules(version: str, modules: tuple[str, ...]) -> dict[str, bytes]
     wheels_dir = CACHE / "wheels"
     cache = wheels_dir / f"src-{version}"
     rels = {m: "/".join(m.split(".")) + ".py" for m in modules}
+    with wheel_cache_lock(wheels_dir):
+        _fetch_release_modules(version, wheels_dir, cache, rels)
+    return {r: (cache / r).read_bytes() for r in rels.values()}
+
+
+def _fetch_release_modules(version: str, wheels_dir: Path, cache: Path,
+                           rels: dict[str, str]) -> None:
     if not all((cache / r).is_file() for r in rels.values()):
         wheels = sorted(wheels_dir.glob(f"vllm-{version}-*.whl"))
         if not wheels:
@@ -245,7 +253,6 @@ def _release_modules(version: str, modules: tuple[str, ...]) -> dict[str, bytes]
             for r in rels.values():
                 (cache / r).parent.mkdir(parents=True, exist_ok=True)
                 (cache / r).write_bytes(zf.read(r))
-    return {r: (cache / r).read_bytes() for r in rels.values()}
 
 
 def test_v0_patchset_on_the_released_063_sources(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -192,7 +192,9 @@ def _echo_err(env: Environment | None, text: str) -> None:
     if env is None:
         click.echo(text, err=True)
     else:
-        env.stderr.print(text, markup=False, highlight=False)
+        # soft_wrap: an error stays one line however narrow the terminal (a long path
+        # must not break it for `grep '^error:'`); the terminal folds it for the eye
+        env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_json_error(env: Environment | None, error: JsonObject) -> None:

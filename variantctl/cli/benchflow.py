@@ -46,9 +46,11 @@ def run_bench(env: Environment, params: BenchParams, *, variants: Sequence[str],
                 if len(variants) == 1:
                     raise
                 errors.append((variant, exc))
-                env.stderr.print(f"error: {exc.message}", markup=False, highlight=False)
+                env.stderr.print(f"error: {exc.message}", markup=False, highlight=False,
+                                 soft_wrap=True)
                 if exc.hint:
-                    env.stderr.print(f"hint: {exc.hint}", markup=False, highlight=False)
+                    env.stderr.print(f"hint: {exc.hint}", markup=False, highlight=False,
+                                     soft_wrap=True)
                 continue
             outcomes.append(outcome)
             if outcome.interrupted:

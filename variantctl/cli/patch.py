@@ -60,7 +60,8 @@ def list_(env: Environment, as_json: bool) -> None:
                           escape(p.description))
         env.stdout.print(table)
         for e in bad:
-            env.stderr.print(f"error: {e.message}", markup=False, highlight=False)
+            env.stderr.print(f"error: {e.message}", markup=False, highlight=False,
+                             soft_wrap=True)
     if bad:
         finish(2)
 

@@ -40,7 +40,7 @@ def project(tmp_path: Path, run_cli: Run) -> Iterator[Path]:
     (root / "variants" / "fake-escapes.yaml").write_text(
         "description: HOSTILE fake server (a test double) whose log holds terminal escapes\n"
         f"command: {json.dumps(['python', str(FAKE_OPENAI)])}\n"
-        "port: 18100\nargs:\n  hostile: escapes\n  exit-after-log: true\n"
+        f"port: {free_port()}\nargs:\n  hostile: escapes\n  exit-after-log: true\n"
         "startup:\n  ready_timeout: 30\n  stall: 30\n")
     yield root
     run_cli(["stop", "--all", "--grace", "2"], project=root)

@@ -142,3 +142,16 @@ def test_the_runs_table_keeps_a_verdict_whole() -> None:
     console.print(runs_table([row]))
     out = console.export_text()
     assert "failed batched-tokens-below-model-len" in out, out
+
+
+def test_an_error_naming_a_long_path_stays_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The test console is 200 columns, like a wide terminal: a message naming a path
+    longer than that was folded into two lines, so `grep '^error:'` lost its end."""
+    project = tmp_path.joinpath(*(["deep" * 10] * 6), "project")
+    (project / "patchsets").mkdir(parents=True)
+    (project / "patchsets" / "p.yaml").write_text("description: x\nmodules: [1\n")
+    for cmd in (["patch", "list"], ["apply", "p", "--root", str(tmp_path)]):
+        res = run_cli(cmd, project=project)
+        assert res.code == 2, res.output
+        (line,) = [ln for ln in res.stderr.splitlines() if not ln.startswith("hint: ")]
+        assert line.startswith(f"error: {project}/patchsets/p.yaml:") and len(line) > 200

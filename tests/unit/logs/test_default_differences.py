@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cachelock import wheel_cache_lock
 from variantctl.config.catalog import default_catalog
 from variantctl.logs.classify import classify_text
 from variantctl.logs.engine_defaults import ENGINE_DEFAULTS
@@ -47,7 +48,8 @@ def test_the_committed_defaults_are_what_old_wheels_say() -> None:
     the cache when missing)."""
     mod = _script()
     for release in ("0.2.0", "0.3.0"):
-        wheel = mod.find_wheel(release, mod.cache_dir(), download=True)
+        with wheel_cache_lock(mod.cache_dir()):
+            wheel = mod.find_wheel(release, mod.cache_dir(), download=True)
         assert wheel is not None, f"no wheel of {release}"
         assert mod.from_wheel(wheel) == ENGINE_DEFAULTS[release]
     assert "enforce_eager" not in ENGINE_DEFAULTS["0.2.0"]  # the flag came in 0.3

@@ -14,6 +14,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.cachelock import wheel_cache_lock
+
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "mine_vllm_messages.py"
 #: small early releases (25-40 MB): the unversioned engine config line era of 0.2-0.3
 RELEASES = ("0.2.0", "0.3.0")
@@ -30,7 +32,9 @@ def _script() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, object]]:
-    return list(_script().mine(RELEASES))
+    mod = _script()
+    with wheel_cache_lock(mod.cache_dir()):
+        return list(mod.mine(RELEASES))
 
 
 def test_every_mined_wording_is_matched(rows: list[dict[str, object]]) -> None:

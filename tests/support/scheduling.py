@@ -1,0 +1,85 @@
+"""How the suite is spread over pytest-xdist workers (``make test`` runs ``-n``).
+
+**Groups.** Fixtures scoped to a module or the session (an SSH lab, a real vLLM
+server launched once for a module's tests, the one SLURM cluster) are set up once per
+*worker*. So a group of tests runs on one worker, one test after another, and shares
+those fixtures as it would in a serial run: every test module is a group; every SLURM
+test is in one group (the cluster's daemons are one per machine); and modules that
+share a session-scoped server are one group, declared in :data:`SHARED` (a module
+saying so itself with ``pytest.mark.xdist_group(NAME)`` must agree with the table:
+collection fails otherwise).
+
+Why a scheduler of our own: xdist's ``--dist loadgroup`` marks a group by rewriting
+each test's node id (``…::test@group``), which pytest 9.2 no longer lets a plugin
+do (a node's id is a structured value now), so its groups silently fell apart and
+every worker started a module's servers. The controller sees only node ids, so the
+group is computed from the id: the module's path, or the table's name for it.
+
+**Order.** Groups are handed out in collection order (``--no-loadscope-reorder``),
+so the costliest tiers are collected first — the SLURM cluster, then the real-vLLM
+modules, then the SSH lab — and start at once, while the many short unit modules fill
+the gaps behind them (longest first keeps the last worker from finishing long after
+the others).
+
+Without ``-n`` none of this changes what a test sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.suiteclock import tier_of
+
+#: collection order of the tiers: the costliest first
+TIER_ORDER = {"slurm": 0, "vllm": 1, "ssh": 2, "unit": 3}
+#: the one SLURM cluster: every module under tests/slurm is one group
+SLURM_GROUP = "slurm-cluster"
+#: modules that share a session-scoped fixture with another module -> their group
+SHARED: dict[str, str] = {}
+
+
+def group_of_nodeid(nodeid: str) -> str:
+    """The group a test runs in, from its node id alone (all the controller has)."""
+    module = nodeid.split("::")[0]
+    if module in SHARED:
+        return SHARED[module]
+    if module.startswith("tests/slurm/"):
+        return SLURM_GROUP
+    return module
+
+
+def _check_declared(item: pytest.Item) -> None:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return
+    name = str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    if group_of_nodeid(item.nodeid) != name:
+        raise pytest.UsageError(
+            f"{item.nodeid}: xdist_group({name!r}) is not in tests/support/scheduling.py's "
+            "SHARED table: add its module there")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank: dict[str, int] = {}
+    for item in items:
+        _check_declared(item)
+        group = group_of_nodeid(item.nodeid)
+        rank[group] = min(rank.get(group, 9), TIER_ORDER[tier_of(item)])
+    # A stable sort keeps each module's own order; every worker collects the same list.
+    items.sort(key=lambda it: rank[group_of_nodeid(it.nodeid)])
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups above (xdist's own is ``trylast``)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of_nodeid(nodeid)
+
+    return ModuleGroups(config, log)
