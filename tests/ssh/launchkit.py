@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,22 @@ SCENARIOS = ("xformers-multistep", "flashinfer", "graph-hang", "healthy", "exit"
              "cpu-hang", "slow-config")
 
 
+def machine_stall() -> float:
+    """A ``--stall`` the stand-in hang tests can use on this machine now: 2 s when it is
+    quiet; on a loaded one longer, scaled from how long a Python process takes to start
+    (the median of three) — the fake server's first lines and every CPU sample taken
+    over SSH wait for one, and a stall shorter than a few of them calls a slow start a
+    hang (issue 20.4: thresholds from the machine, not constants)."""
+    took = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        took.append(time.monotonic() - t0)
+    return max(2.0, round(20 * sorted(took)[1], 1))
+
+
 def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: float = 0.0,
-                 stall: float = 30, ready_timeout: float = 60) -> Path:
+                 stall: float = 30, ready_timeout: float = 60, busy: float = 6.0) -> Path:
     """variants/hosts.yaml (gpu1, gpu2 over SSH when ``lab``) and one ``fake-<scenario>``
     variant per scenario (each writes the decisive line's wall time to marks/<scenario>)."""
     (root / "variants").mkdir(parents=True)
@@ -34,7 +50,8 @@ def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: fl
     (root / "variants" / "hosts.yaml").write_text(hosts)
     for scenario in SCENARIOS:
         command = ["python", str(FAKE), "--scenario", scenario, "--pace", str(pace),
-                   "--lead", str(lead), "--mark", str(root / "marks" / scenario)]
+                   "--lead", str(lead), "--mark", str(root / "marks" / scenario),
+                   "--busy", str(busy)]
         (root / "variants" / f"fake-{scenario}.yaml").write_text(
             f"description: FAKE GPU-era server ({scenario}); a test double, not vLLM\n"
             f"command: {json.dumps(command)}\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.ssh.launchkit import make_project, mark_time, run_json
+from tests.ssh.launchkit import machine_stall, make_project, mark_time, run_json
 from tests.support.sshd import SshLab, free_port
 from variantctl.exitcodes import ExitCode
 from variantctl.runs.store import RunStore
@@ -28,10 +28,17 @@ HOSTS = ["local", pytest.param("gpu1", marks=pytest.mark.ssh)]
 
 
 @pytest.fixture
-def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    """gpu1/gpu2 exist only for SSH-marked tests (the unit tier starts no sshd)."""
+def stall() -> float:
+    """The hang tests' ``--stall``, from this machine's load now (launchkit.machine_stall)."""
+    return machine_stall()
+
+
+@pytest.fixture
+def project(tmp_path: Path, request: pytest.FixtureRequest, stall: float) -> Path:
+    """gpu1/gpu2 exist only for SSH-marked tests (the unit tier starts no sshd).
+    ``fake-slow-config`` computes silently for three stall times."""
     lab = request.getfixturevalue("ssh_lab") if request.node.get_closest_marker("ssh") else None
-    return make_project(tmp_path / "proj", lab)
+    return make_project(tmp_path / "proj", lab, busy=3 * stall)
 
 
 def launch(run_cli, project: Path, variant: str, host: str, *extra: str) -> tuple[CliResult, int]:  # type: ignore[no-untyped-def]
@@ -86,40 +93,42 @@ def test_flashinfer_fails_fast_over_ssh(run_cli, project: Path) -> None:  # type
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_graph_capture_hang(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
-    res, port = launch(run_cli, project, "fake-graph-hang", host, "--stall", "2")
+def test_graph_capture_hang(run_cli, project: Path, host: str, stall: float) -> None:  # type: ignore[no-untyped-def]
+    res, port = launch(run_cli, project, "fake-graph-hang", host, "--stall", str(stall))
     assert res.code == ExitCode.HANG, res.output
     assert "HANG" in res.stdout
     data = run_json(project, "fake-graph-hang")
     assert data["verdict"]["verdict"] == "hang"
     assert data["verdict"]["phase"]
     waited = data["timings"]["verdict_printed_at"] - mark_time(project, "graph-hang")
-    assert 2.0 <= waited <= 6.0  # stall of 2 s, plus polling on a loaded machine
+    assert stall <= waited <= 3 * stall  # the stall, plus polling on a loaded machine
     assert data["stopped"]["ok"]
     assert_gone(data, port)
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_distributed_init_hang_is_still_a_hang(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+def test_distributed_init_hang_is_still_a_hang(run_cli, project: Path, host: str,  # type: ignore[no-untyped-def]
+                                               stall: float) -> None:
     """Workers that wait for a collective use no CPU: a hang within the stall time (issue
     20.1 keeps catching real hangs), with the GPU advice a GPU log (device_config=cuda)
     calls for."""
-    res, port = launch(run_cli, project, "fake-dist-hang", host, "--stall", "2", "--json")
+    res, port = launch(run_cli, project, "fake-dist-hang", host, "--stall", str(stall), "--json")
     assert res.code == ExitCode.HANG, res.output
     data = run_json(project, "fake-dist-hang")
     assert (data["verdict"]["signature"], data["verdict"]["phase"]) == (
         "engine-start-hang", "engine-config")
     assert "NCCL" in data["verdict"]["remediation"]
     waited = data["timings"]["verdict_printed_at"] - mark_time(project, "dist-hang")
-    assert 2.0 <= waited <= 6.0  # stall of 2 s, plus polling on a loaded machine
+    assert stall <= waited <= 3 * stall  # the stall, plus polling on a loaded machine
     assert_gone(data, port)
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_a_cpu_server_hang_gets_no_gpu_advice(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_cpu_server_hang_gets_no_gpu_advice(run_cli, project: Path, host: str,  # type: ignore[no-untyped-def]
+                                              stall: float) -> None:
     """A CPU server (its engine config line says device_config=cpu) hung in engine
     configuration: still a hang, and the hint names what a CPU host has — no NCCL."""
-    res, port = launch(run_cli, project, "fake-cpu-hang", host, "--stall", "2")
+    res, port = launch(run_cli, project, "fake-cpu-hang", host, "--stall", str(stall))
     assert res.code == ExitCode.HANG, res.output
     data = run_json(project, "fake-cpu-hang")
     verdict = data["verdict"]
@@ -131,11 +140,12 @@ def test_a_cpu_server_hang_gets_no_gpu_advice(run_cli, project: Path, host: str)
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_a_slow_silent_start_is_not_a_hang(run_cli, project: Path, host: str) -> None:  # type: ignore[no-untyped-def]
-    """The engine core computes for 6 s without a line (as a CPU server in engine
-    configuration on a loaded host did for 220 s): with a stall of 2 s that was a hang;
-    its processes use CPU, so it is a slow start and ends ready."""
-    res, _port = launch(run_cli, project, "fake-slow-config", host, "--stall", "2")
+def test_a_slow_silent_start_is_not_a_hang(run_cli, project: Path, host: str,  # type: ignore[no-untyped-def]
+                                           stall: float) -> None:
+    """The engine core computes for three stall times without a line (as a CPU server in
+    engine configuration on a loaded host did for 220 s): that was a hang; its
+    processes use CPU, so it is a slow start and ends ready."""
+    res, _port = launch(run_cli, project, "fake-slow-config", host, "--stall", str(stall))
     assert res.code == ExitCode.OK, res.output
     assert "READY" in res.stdout
     assert "still working" in res.stderr

@@ -37,7 +37,12 @@ TIER_ORDER = {"slurm": 0, "vllm": 1, "ssh": 2, "unit": 3}
 #: the one SLURM cluster: every module under tests/slurm is one group
 SLURM_GROUP = "slurm-cluster"
 #: modules that share a session-scoped fixture with another module -> their group
-SHARED: dict[str, str] = {}
+SHARED: dict[str, str] = {
+    # one real `cpu-eager` server for the session (tests/support/eagerserver.py)
+    "tests/vllm/test_bench_real.py": "cpu-eager-server",
+    "tests/vllm/test_report_real.py": "cpu-eager-server",
+    "tests/vllm/test_workloads_real.py": "cpu-eager-server",
+}
 
 
 def group_of_nodeid(nodeid: str) -> str:
@@ -50,21 +55,22 @@ def group_of_nodeid(nodeid: str) -> str:
     return module
 
 
-def _check_declared(item: pytest.Item) -> None:
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A module that names its group itself must be in :data:`SHARED` (the scheduler
+    reads only the table): the test fails saying so."""
     mark = item.get_closest_marker("xdist_group")
     if mark is None:
         return
     name = str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
     if group_of_nodeid(item.nodeid) != name:
-        raise pytest.UsageError(
-            f"{item.nodeid}: xdist_group({name!r}) is not in tests/support/scheduling.py's "
-            "SHARED table: add its module there")
+        pytest.fail(f"xdist_group({name!r}) of {item.nodeid.split('::')[0]} is not in "
+                    "tests/support/scheduling.py's SHARED table: add the module there",
+                    pytrace=False)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank: dict[str, int] = {}
     for item in items:
-        _check_declared(item)
         group = group_of_nodeid(item.nodeid)
         rank[group] = min(rank.get(group, 9), TIER_ORDER[tier_of(item)])
     # A stable sort keeps each module's own order; every worker collects the same list.

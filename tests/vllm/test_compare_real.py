@@ -12,7 +12,8 @@ four benchmarks as repeats and tests them with Welch's t-test.
   significantly slower. (1 against 4 at concurrency 4 is about 2x here; the load of a
   shared 2-core machine drifted as much between rounds — measured 670 → 290 tok/s for
   one server within a minute — so Welch over 4 unpaired repeats could not always tell;
-  8 against 1 is a larger effect.)
+  8 against 1 is a larger effect. When a loaded machine still hides it, the test
+  measures more interleaved rounds, up to 8 a side, as a user would.)
 
 Three server starts in all (about 1–2 minutes, in parallel).
 """
@@ -38,6 +39,9 @@ pytestmark = [pytest.mark.vllm]
 BENCH = ("--concurrency", "8", "--requests", "64", "--prompt", "random", "--input-len", "32",
          "--output-len", "32", "--ignore-eos", "--warmup", "8", "--json")
 ROUNDS = 4
+#: rounds a side may grow to when the machine's load drowns the difference (what a user
+#: does when compare says "not significant": measure more, `bench --until-ci`)
+MAX_ROUNDS = 8
 VARIANTS = {"seqs8-a": 8, "seqs8-b": 8, "seqs1": 1}
 
 
@@ -90,12 +94,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory, vllm_python: Path,
         mp.undo()
 
 
-def _compare(lab: Lab, a: str, b: str) -> dict:  # type: ignore[type-arg]
+def _compare(lab: Lab, a: str, b: str, rounds: int = ROUNDS) -> dict:  # type: ignore[type-arg]
     res = lab.cli("compare", lab.runs[a], lab.runs[b], "--json")
     assert res.code == 0, res.output
     doc: dict = json.loads(res.stdout)["compare"]  # type: ignore[type-arg]
-    assert len(doc["a"]["benchmarks"]) == len(doc["b"]["benchmarks"]) == ROUNDS
+    assert len(doc["a"]["benchmarks"]) == len(doc["b"]["benchmarks"]) == rounds
     return doc
+
+
+def _bench(lab: Lab, name: str) -> None:
+    res = lab.cli("bench", name, *BENCH)
+    assert res.code == 0, res.output
+    stored = Path(json.loads(res.stdout)["stored"])
+    assert RunStore(lab.project / "runs").read(stored.parent).run_id == lab.runs[name]
 
 
 def test_the_same_configuration_twice_is_no_significant_difference(lab: Lab) -> None:
@@ -112,7 +123,15 @@ def test_the_same_configuration_twice_is_no_significant_difference(lab: Lab) -> 
 
 
 def test_max_num_seqs_1_against_8_at_concurrency_8_is_significantly_slower(lab: Lab) -> None:
+    rounds = ROUNDS
     doc = _compare(lab, "seqs8-a", "seqs1")
+    # a loaded machine can widen the interval past the difference: measure more rounds,
+    # interleaved, as a user would (seen at load 20: 320 vs 147 tok/s, not significant)
+    while doc["verdict"] != {"8": "b-slower"} and rounds < MAX_ROUNDS:
+        for name in ("seqs8-a", "seqs1"):
+            _bench(lab, name)
+        rounds += 1
+        doc = _compare(lab, "seqs8-a", "seqs1", rounds)
     thr = next(r for r in doc["rows"] if r["metric"] == "output_throughput")
     print("max-num-seqs 8 vs 1:", thr)
     assert doc["verdict"] == {"8": "b-slower"}, thr
