@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,12 +103,13 @@ class Demo:
         """:meth:`run`, also returning what the step printed on stdout (shown as well)."""
         shown = " ".join(a if " " not in a else repr(a) for a in args)
         print(self._style("1", f"$ variantctl {shown}"), flush=True)
+        t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "variantctl", *args], env=self.env,
                               cwd=REPO, check=False, text=True,
                               stdout=subprocess.PIPE if capture else None)
         out = proc.stdout or ""
         print(out, end="", flush=True)
-        print(f"(exit code {proc.returncode})", flush=True)
+        print(f"(exit code {proc.returncode}, {time.monotonic() - t0:.1f} s)", flush=True)
         if proc.returncode not in expect:
             sys.exit(f"demo: `variantctl {shown}` exited {proc.returncode}, expected {expect}")
         return proc.returncode, out
@@ -264,6 +266,7 @@ def report_story(demo: Demo, project: Path) -> None:
 
 
 def main() -> None:
+    t0 = time.monotonic()
     WORK.mkdir(exist_ok=True)
     demo = Demo()
     roots = make_corex_roots()
@@ -277,7 +280,7 @@ def main() -> None:
         demo.section("which variant won (the sweep report's summary)")
         for line in won or ["(the report found no benchmark to compare)"]:
             print(line, flush=True)
-    print("\ndemo: done")
+    print(f"\ndemo: done in {time.monotonic() - t0:.0f} s")
 
 
 def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> list[str]:

@@ -6,7 +6,9 @@ The CLI runs in-process with an Environment whose consoles write to buffers
 
 from __future__ import annotations
 
+import fcntl
 import io
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,7 +92,20 @@ def tiny_model() -> Path:
 
 
 @pytest.fixture(scope="session")
-def start_budget(vllm_python: Path) -> StartBudget:
+def start_budget(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> StartBudget:
     """How long a real start may take on this machine now: budgets scaled from one
-    measured import of vLLM (tests/support/realvllm.py), not constants."""
-    return measure(vllm_python)
+    measured import of vLLM (tests/support/realvllm.py), not constants.
+
+    One measurement per run: pytest-xdist's workers share it through the run's
+    temporary root (a worker's own root is ``popen-gwN`` inside it) — each import costs
+    ten seconds of a core the servers need."""
+    root = tmp_path_factory.getbasetemp()
+    shared = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+    with open(shared / "start-budget.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "start-budget.json"
+        if done.exists():
+            return StartBudget.scaled(float(json.loads(done.read_text())["import_s"]))
+        budget = measure(vllm_python)
+        done.write_text(json.dumps({"import_s": budget.import_s}))
+        return budget

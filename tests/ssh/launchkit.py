@@ -17,18 +17,25 @@ SCENARIOS = ("xformers-multistep", "flashinfer", "graph-hang", "healthy", "exit"
              "cpu-hang", "slow-config")
 
 
-def machine_stall() -> float:
+def machine_stall(lab: SshLab | None = None) -> float:
     """A ``--stall`` the stand-in hang tests can use on this machine now: 2 s when it is
     quiet; on a loaded one longer, scaled from how long a Python process takes to start
-    (the median of three) — the fake server's first lines and every CPU sample taken
-    over SSH wait for one, and a stall shorter than a few of them calls a slow start a
-    hang (issue 20.4: thresholds from the machine, not constants)."""
-    took = []
-    for _ in range(3):
-        t0 = time.monotonic()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        took.append(time.monotonic() - t0)
-    return max(2.0, round(20 * sorted(took)[1], 1))
+    and, for a host behind the lab's sshd, an SSH command takes (each the median of
+    three) — the fake server's first lines wait for both, and so does every look at its
+    processes' CPU time; a stall of only a few of them calls a slow start a hang (issue
+    20.4: thresholds from the machine, not constants)."""
+    def median(argv: list[str]) -> float:
+        took = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            subprocess.run(argv, check=True, capture_output=True, timeout=120)
+            took.append(time.monotonic() - t0)
+        return sorted(took)[1]
+
+    python = median([sys.executable, "-c", "pass"])
+    remote = (median(["ssh", "-F", str(lab.ssh_config), "gpu1", "true"])
+              if lab is not None else 0.0)
+    return max(2.0, round(20 * python, 1), round(10 * remote, 1))
 
 
 def make_project(root: Path, lab: SshLab | None, *, pace: float = 0.05, lead: float = 0.0,

@@ -28,9 +28,10 @@ HOSTS = ["local", pytest.param("gpu1", marks=pytest.mark.ssh)]
 
 
 @pytest.fixture
-def stall() -> float:
+def stall(request: pytest.FixtureRequest) -> float:
     """The hang tests' ``--stall``, from this machine's load now (launchkit.machine_stall)."""
-    return machine_stall()
+    lab = request.getfixturevalue("ssh_lab") if request.node.get_closest_marker("ssh") else None
+    return machine_stall(lab)
 
 
 @pytest.fixture

@@ -26,20 +26,25 @@ VLLM_SIDE = r"""
 import json, sys
 from vllm.benchmarks.lib.endpoint_request_func import RequestFuncOutput
 from vllm.benchmarks.serve import calculate_metrics
-data = json.load(open(sys.argv[1]))
-outs = []
-for r in data["requests"]:
-    o = RequestFuncOutput(success=r["ok"], latency=r["latency"], output_tokens=r["out"],
-                          ttft=r["ttft"], itl=r["itl"], prompt_len=r["prompt"],
-                          start_time=1000.0 + r["start"])
-    outs.append(o)
-m, _ = calculate_metrics([], outs, data["dur"], None, [10, 50, 90, 99], data["goodput"])
-d = {k: v for k, v in vars(m).items() if not k.startswith("percentiles")}
-for name in ("ttft", "tpot", "itl", "e2el"):
-    for p, v in getattr(m, f"percentiles_{name}_ms"):
-        d[f"p{int(p)}_{name}_ms"] = float(v)
-print(json.dumps({k: float(v) for k, v in d.items()}))
+answers = {}
+for path in sys.argv[1:]:
+    data = json.load(open(path))
+    outs = []
+    for r in data["requests"]:
+        o = RequestFuncOutput(success=r["ok"], latency=r["latency"], output_tokens=r["out"],
+                              ttft=r["ttft"], itl=r["itl"], prompt_len=r["prompt"],
+                              start_time=1000.0 + r["start"])
+        outs.append(o)
+    m, _ = calculate_metrics([], outs, data["dur"], None, [10, 50, 90, 99], data["goodput"])
+    d = {k: v for k, v in vars(m).items() if not k.startswith("percentiles")}
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        for p, v in getattr(m, f"percentiles_{name}_ms"):
+            d[f"p{int(p)}_{name}_ms"] = float(v)
+    answers[path] = {k: float(v) for k, v in d.items()}
+print(json.dumps(answers))
 """
+SEEDS = (1, 2)
+GOODPUT = {"ttft": 400.0, "tpot": 35.0}
 
 
 def sample_requests(seed: int, n: int) -> list[RequestResult]:
@@ -63,20 +68,38 @@ def sample_requests(seed: int, n: int) -> list[RequestResult]:
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_every_vllm_field_agrees(seed: int, vllm_python: Path, tmp_path: Path) -> None:
-    reqs = sample_requests(seed, 80)
-    dur = max(r.end_s for r in reqs) + 0.01
-    goodput = {"ttft": 400.0, "tpot": 35.0}
-    payload = {"dur": dur, "goodput": goodput, "requests": [
-        {"ok": r.ok, "latency": r.latency_s if r.ok else 0.0, "out": r.output_tokens,
-         "ttft": r.ttft_s, "itl": list(r.itl_s), "prompt": r.prompt_tokens,
-         "start": r.start_s} for r in reqs]}
-    (tmp_path / "in.json").write_text(json.dumps(payload))
-    proc = subprocess.run([str(vllm_python), "-c", VLLM_SIDE, str(tmp_path / "in.json")],
-                          capture_output=True, text=True, timeout=300, check=False)
+def _duration(reqs: list[RequestResult]) -> float:
+    return max(r.end_s for r in reqs) + 0.01
+
+
+@pytest.fixture(scope="module")
+def vllms_answers(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[int, dict[str, float]]:
+    """vLLM's metrics of every seed's requests, from one import of vLLM (seconds of a
+    core each) in the vLLM venv."""
+    d = tmp_path_factory.mktemp("metrics-vs-vllm")
+    paths = {}
+    for seed in SEEDS:
+        reqs = sample_requests(seed, 80)
+        payload = {"dur": _duration(reqs), "goodput": GOODPUT, "requests": [
+            {"ok": r.ok, "latency": r.latency_s if r.ok else 0.0, "out": r.output_tokens,
+             "ttft": r.ttft_s, "itl": list(r.itl_s), "prompt": r.prompt_tokens,
+             "start": r.start_s} for r in reqs]}
+        paths[seed] = d / f"in-{seed}.json"
+        paths[seed].write_text(json.dumps(payload))
+    proc = subprocess.run([str(vllm_python), "-c", VLLM_SIDE, *map(str, paths.values())],
+                          capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    answers = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {seed: answers[str(path)] for seed, path in paths.items()}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_vllm_field_agrees(seed: int, vllms_answers: dict[int, dict[str, float]]) -> None:
+    reqs = sample_requests(seed, 80)
+    dur = _duration(reqs)
+    goodput = GOODPUT
+    theirs = vllms_answers[seed]
     m = compute(reqs, concurrency=8, duration_s=dur, goodput=goodput)
     ours = vllm_result(LevelResult(concurrency=8, metrics=m, requests=tuple(reqs), errors={}),
                        BenchParams(goodput=goodput), model="m")

@@ -74,10 +74,14 @@ def test_a_busy_process_tree_gains_cpu_time_and_a_sleeping_one_does_not() -> Non
     busy = subprocess.Popen([sys.executable, "-c",
                              "import time\nend = time.time() + 30\n"
                              "while time.time() < end: pass"], start_new_session=True)
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                            start_new_session=True)
+    idle = subprocess.Popen([sys.executable, "-c",
+                             "import time; print('asleep', flush=True); time.sleep(30)"],
+                            start_new_session=True, stdout=subprocess.PIPE)
     try:
-        time.sleep(0.5)  # both past their interpreter start
+        # both past their interpreter start (on a loaded machine that takes seconds, and a
+        # starting interpreter is running, not sleeping)
+        assert idle.stdout is not None and idle.stdout.readline() == b"asleep\n"
+        time.sleep(0.5)
         a_busy, a_idle = group_cpu_times(local, busy.pid), group_cpu_times(local, idle.pid)
         deadline = time.monotonic() + 20
         b_busy = a_busy
