@@ -8,7 +8,7 @@ tables, and ``variantctl report`` prints them after writing the files.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from variantctl.bench.uncertainty import METHOD_NONE, METHOD_REQUESTS, FigureCI, compare_points
 from variantctl.report.model import ReportInput
@@ -84,14 +84,9 @@ def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
     if not ranked:
         return tuple(lines)
     (tps, c), top = ranked[0]
-    f = _interval(top, c, "output_throughput")
-    shown = f.estimate if f is not None else tps
-    line = (f"Most throughput: {top.label}, {shown:.1f} tok/s aggregate at concurrency {c}"
-            f"{_basis(f, 1)}")
-    rival = _runner_up(series, top, c, "output_throughput", higher=True)
-    if rival is not None:
-        line += _margin(top, rival, c, "output_throughput", "more", higher=True)
-    elif len(ranked) > 1:
+    line, compared = _claim(series, top, c, "output_throughput", tps, higher=True, say=(
+        lambda v: f"Most throughput: {top.label}, {v:.1f} tok/s aggregate at concurrency {c}"))
+    if not compared and len(ranked) > 1:  # no other point ran c: the runner-up's best
         (tps2, _c2), second = ranked[1]
         line += _versus(tps, tps2, second.label, "more")
     lines.append(line + ".")
@@ -102,15 +97,23 @@ def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
                         key=lambda x: x[0])
         if firsts:
             t, s = firsts[0]
-            f = _interval(s, low, "ttft_p90")
-            shown = f.estimate if f is not None else t
-            line = (f"Fastest first token: {s.label}, TTFT P90 {shown:.0f} ms at concurrency "
-                    f"{low}{_basis(f, 0)}")
-            rival = _runner_up(series, s, low, "ttft_p90", higher=False)
-            if rival is not None:
-                line += _margin(s, rival, low, "ttft_p90", "less", higher=False)
+            line, _ = _claim(series, s, low, "ttft_p90", t, higher=False, say=(
+                lambda v: f"Fastest first token: {s.label}, TTFT P90 {v:.0f} ms at "
+                          f"concurrency {low}"))
             lines.append(line + ".")
     return tuple(lines)
+
+
+def _claim(series: Sequence[Series], top: Series, concurrency: int, metric: str,
+           value: float, *, higher: bool, say: Callable[[float], str]) -> tuple[str, bool]:
+    """``say(figure)`` with its interval, and the margin over the best other point at the
+    same concurrency; whether there was one to compare with."""
+    f = _interval(top, concurrency, metric)
+    line = say(f.estimate if f is not None else value) + _basis(f, 1 if higher else 0)
+    rival = _runner_up(series, top, concurrency, metric, higher=higher)
+    if rival is None:
+        return line, False
+    return line + _margin(top, rival, concurrency, metric, "more" if higher else "less"), True
 
 
 def _point(s: Series, concurrency: int) -> Point | None:
@@ -143,8 +146,7 @@ def _runner_up(series: Sequence[Series], top: Series, concurrency: int, metric: 
     return (max if higher else min)(others, key=lambda x: x[0])[1]
 
 
-def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str, *,
-            higher: bool) -> str:
+def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str) -> str:
     """``, 21 % more than B, beyond the noise (B −17 %, 95 % CI −25 to −9 %)`` — or
     *within the noise*, or *untested* when a side has no interval."""
     tp, rp = _point(top, concurrency), _point(rival, concurrency)
