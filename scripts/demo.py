@@ -231,7 +231,9 @@ def launch_story(demo: Demo, work: Path = LAUNCH_WORK) -> None:
     demo.run(*p, "stop", "tiny-graphs")
     demo.section("launch 3. apply eager-allreduce to both copies on the host")
     demo.run(*p, "apply", "eager-allreduce", "--host", "corex")
-    demo.section("launch 4. the same launch now honours the flag: enforce_eager=False")
+    demo.section("launch 4. the same launch now honours the flag: enforce_eager=False "
+                 "(its --enforce-eager twin starts beside it, for the benchmark)")
+    demo.run(*p, "launch", "tiny-eager", "--no-wait")
     demo.run(*p, "launch", "tiny-graphs")
     bench_story(demo, p)
     demo.run(*p, "stop", "tiny-graphs")
@@ -246,8 +248,8 @@ def launch_story(demo: Demo, work: Path = LAUNCH_WORK) -> None:
 def bench_story(demo: Demo, p: list[str]) -> None:
     """The seed's decode benchmark on the two variants: compiled vs --enforce-eager, one
     table (a few requests per level, so the demo stays short)."""
-    demo.section("bench 1. start the --enforce-eager twin beside it")
-    demo.run(*p, "launch", "tiny-eager")
+    demo.section("bench 1. the --enforce-eager twin, started beside it: wait for its verdict")
+    demo.run(*p, "watch", "tiny-eager")
     demo.section("bench 2. decode ladder c1/c2 on both, one table; stored beside each run")
     demo.run(*p, "bench", "tiny-graphs", "tiny-eager", "--concurrency", "1,2", "--requests",
              "4", "--output-len", "32", "--ignore-eos", "--warmup", "2")
