@@ -45,13 +45,22 @@ def make_bench_project(root: Path, lab: SshLab | None = None, *,
             hosts += f"  gpu_monitor: {json.dumps(monitor)}\n"
     (root / "variants" / "hosts.yaml").write_text(hosts)
     for name, flags in VARIANTS.items():
-        args = "".join(f"  {k}: {v}\n" for k, v in flags.items())
-        (root / "variants" / f"{name}.yaml").write_text(
-            "description: FAKE OpenAI-compatible server with known timing; a test double, "
-            "not vLLM\n"
-            f"command: {json.dumps(['python', str(FAKE_OPENAI)])}\n"
-            f"port: {free_port()}\n"
-            f"args:\n{args}"
-            "startup:\n  ready_timeout: 30\n  stall: 30\n"
-        )
+        write_fake_variant(root, name, flags)
     return root
+
+
+def write_fake_variant(root: Path, name: str, flags: dict[str, object], *,
+                       description: str = "FAKE OpenAI-compatible server with known "
+                                          "timing; a test double, not vLLM",
+                       python: str = "python") -> Path:
+    """``variants/NAME.yaml``: the fake server with ``flags`` on a free port."""
+    args = "".join(f"  {k}: {v}\n" for k, v in flags.items())
+    path = root / "variants" / f"{name}.yaml"
+    path.write_text(
+        f"description: {description}\n"
+        f"command: {json.dumps([python, str(FAKE_OPENAI)])}\n"
+        f"port: {free_port()}\n"
+        f"args:\n{args}"
+        "startup:\n  ready_timeout: 30\n  stall: 30\n"
+    )
+    return path

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.support.bench_project import FAKE_OPENAI, make_bench_project
-from tests.support.sshd import free_port
+from tests.support.bench_project import make_bench_project, write_fake_variant
 from variantctl.sweeps.bisect import Effect
 
 Run = Callable[..., CliResult]
@@ -29,12 +28,8 @@ BENCH = ("bench:\n  concurrency: [8]\n  requests: 24\n  output_len: 8\n"
 
 def _project(tmp_path: Path, points: list[str]) -> Path:
     project = make_bench_project(tmp_path / "proj", gpu_monitor=False)
-    (project / "variants" / "fake.yaml").write_text(
-        "description: FAKE OpenAI-compatible server with known timing; not vLLM\n"
-        f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
-        f"port: {free_port()}\n"
-        "args:\n  ttft-ms: 20\n  itl-ms: 5\n"
-        "startup:\n  ready_timeout: 30\n  stall: 30\n")
+    write_fake_variant(project, "fake", {"ttft-ms": 20, "itl-ms": 5}, python=sys.executable,
+                       description="FAKE OpenAI-compatible server with known timing; not vLLM")
     (project / "sweeps").mkdir()
     include = "".join(f"  - {p}\n" for p in points)
     (project / "sweeps" / "ab.yaml").write_text(

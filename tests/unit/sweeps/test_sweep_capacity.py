@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.support.bench_project import FAKE_OPENAI, make_bench_project
+from tests.support.bench_project import make_bench_project, write_fake_variant
 from tests.support.sshd import free_port
 
 Run = Callable[..., CliResult]
@@ -22,12 +22,11 @@ Run = Callable[..., CliResult]
 
 def test_a_sweep_ranks_its_points_by_capacity(run_cli: Run, tmp_path: Path) -> None:
     project = make_bench_project(tmp_path / "proj", gpu_monitor=False)
-    (project / "variants" / "fake-load.yaml").write_text(
-        "description: FAKE OpenAI-compatible server, TPOT grows with load; not vLLM\n"
-        f"command: {json.dumps([sys.executable, str(FAKE_OPENAI)])}\n"
-        f"port: {free_port()}\n"
-        "args:\n  ttft-ms: 20\n  itl-ms: 10\n  itl-per-inflight-ms: 60\n"
-        "startup:\n  ready_timeout: 30\n  stall: 30\n")
+    write_fake_variant(project, "fake-load",
+                       {"ttft-ms": 20, "itl-ms": 10, "itl-per-inflight-ms": 60},
+                       python=sys.executable,
+                       description="FAKE OpenAI-compatible server, TPOT grows with load; not "
+                                   "vLLM")
     (project / "sweeps").mkdir()
     # TPOT(c) = 10 ms up to the streams served at full speed, then 10 + 60 (c − full) ms,
     # under an SLO of 40 ms: full 3 → c 3 (10; c 4: 70), full 5 → c 5 (10; c 6: 70) — 30 ms
