@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, CliResult, make_env
+from tests.support.interruptible import variantctl_argv
 from tests.support.realvllm import HOST_ENV, StartBudget, copy_cpu_variants
 from tests.support.sshd import SshLab
 from variantctl.cli import run
@@ -55,8 +55,7 @@ class Lab:
         return sorted(p.name for p in run_dir.glob("*.json")) if run_dir.is_dir() else []
 
     def spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "variantctl", "--project",
-                                 str(self.project), *args],
+        return subprocess.Popen(variantctl_argv("--project", str(self.project), *args),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def wait_phase(self, name: str, index: int, phase: str, proc: subprocess.Popen[bytes]

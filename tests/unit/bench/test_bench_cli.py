@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.support.bench_project import make_bench_project
+from tests.support.interruptible import variantctl_argv
 from tests.support.sshd import free_port
 from variantctl.exitcodes import ExitCode
 from variantctl.runs.store import RunStore
@@ -228,8 +228,8 @@ def test_ctrl_c_keeps_partial_results_and_leaves_no_task(run_cli: Run, project: 
     launch(run_cli, project, "fake-openai-slow")
     env = {**os.environ, "VARIANTCTL_PROJECT": str(project), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "variantctl", "bench", "fake-openai-slow", "--requests", "50",
-         "--output-len", "20", "--warmup", "off", "--concurrency", "2,4", "--json"],
+        variantctl_argv("bench", "fake-openai-slow", "--requests", "50", "--output-len", "20",
+                        "--warmup", "off", "--concurrency", "2,4", "--json"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 30

@@ -10,11 +10,11 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from tests.support.bench_project import make_bench_project
+from tests.support.interruptible import variantctl_argv
 from tests.support.sshd import free_port
 from variantctl.exitcodes import ExitCode
 
@@ -32,8 +32,8 @@ def _project(tmp_path: Path, *, requests: int, output_len: int) -> Path:
 
 
 def _spawn(project: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "variantctl", "--project", str(project),
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(variantctl_argv("--project", str(project), *args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _state(project: Path) -> dict:  # type: ignore[type-arg]
