@@ -168,6 +168,8 @@ class SuiteClock:
             output["suiteclock_starts"] = [[t, m, n] for (t, m), n
                                            in self.counter.by_module.items()]
 
+    # optional: the hook is xdist's, and `pytest -p no:xdist` must still run
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
         """An xdist worker finished: add the starts it counted."""
         self.workers += 1
