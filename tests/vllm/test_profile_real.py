@@ -9,7 +9,12 @@ non-empty, names the V1 points (the CPU runner's included) and its step period
 agrees with the measured per-token time; the raw events are in the run record;
 the Chrome trace is valid JSON; ``rollback`` restores every byte.
 
-Two real server starts (about 2-3 minutes on 2 cores).
+Three real server starts (two by the first test, one by the sweep), on vLLM's
+single-process engine (tests/support/realvllm.py): the model runner runs inside the
+engine-core process, as on a one-GPU host (vLLM's ``uni`` executor), so the events
+still come from two processes, the API server's and the engine core's. The CPU
+platform's default ``mp`` executor adds a third process that imports vLLM again and
+two OpenMP threads that spin against the others on 2 cores.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from tests.conftest import REPO, CliResult, make_env
 from tests.ssh.launchkit import run_json
 from tests.support.cachelock import wheel_cache_lock
 from tests.support.profile_roots import make_profile_roots
-from tests.support.realvllm import StartBudget
+from tests.support.realvllm import VARIANT_ENV, StartBudget
 from tests.support.sshd import SshLab, free_port
 from variantctl.cli import run
 from variantctl.config.patchsets import load_patchset
@@ -103,7 +108,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: 
         f"requires: [{PATCHSET}]\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  gpu-memory-utilization: 0.3\n  enforce-eager: true\n"
-        "env:\n  VLLM_CPU_KVCACHE_SPACE: '1'\n" + start_budget.startup_yaml())
+        + VARIANT_ENV + start_budget.startup_yaml())
     lab = Lab(project, roots, port, base / "cache", venv_files)
     yield lab
     lab.cli("stop", "--all", "--host", "gpu1", "--grace", "5")
