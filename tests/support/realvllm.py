@@ -10,10 +10,10 @@ it: the ``mp`` worker binds OpenMP to one core itself, the ``uni`` engine cannot
 ("doesn't allow to use torch.set_num_threads after the thread binding") and spins two
 OpenMP threads against the API server — decoding 16 x 32 tokens took 11-33 s instead
 of 3-5 s; with one thread, 2.3 s. Tests whose subject is a sweep, a benchmark, a
-report, a profile or a launch's bookkeeping use it (a profile's model-runner points then
-run in the engine-core process, as under vLLM's ``uni`` executor on a one-GPU host); the classifier's captured logs
-(tests/vllm/test_classify_real.py) keep vLLM's default engine, whose log is what CPU
-users see.
+report, a profile or a launch's bookkeeping use it (a profile's model-runner points
+then run in the engine-core process, as under vLLM's ``uni`` executor on a one-GPU
+host); the classifier's captured logs (tests/vllm/test_classify_real.py) keep vLLM's
+default engine, whose log is what CPU users see.
 
 **Budgets.** How long a start may take before a test gives up, or before a launch in a
 test calls the silence a stall, is scaled from one measurement per run: the time the

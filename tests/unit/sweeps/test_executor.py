@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -118,6 +119,16 @@ def test_a_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_the_running_point_and_leaves_the_rest_pending(tmp_path: Path) -> None:
+    # interrupt_main() does nothing where SIGINT is ignored, as in a test run started by
+    # a shell's background job (tests/support/interruptible.py): Ctrl-C as a terminal has it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupted_sweep(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted_sweep(tmp_path: Path) -> None:
     plan, hosts = plan_on(["h1"], 3, tmp_path)
     state = SweepState.begin(tmp_path / "s.json", plan, now, None)
     seen: list[str] = []
