@@ -73,6 +73,22 @@ class Lab:
             time.sleep(0.2)
         pytest.fail(f"point {index} never reached phase {phase}")
 
+    def wait_record(self, path: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+        """The server record at ``path`` once the launch has written it (its server
+        spawned, maybe still starting)."""
+        deadline = time.monotonic() + self.budget.wait
+        while time.monotonic() < deadline:
+            try:
+                record: dict[str, Any] = json.loads(path.read_text())
+                if record.get("pid"):
+                    return record
+            except (FileNotFoundError, ValueError):
+                pass  # not yet written (records are replaced whole, never half-written)
+            if proc.poll() is not None:
+                pytest.fail(f"variantctl ended early: {proc.communicate()}")
+            time.sleep(0.1)
+        pytest.fail(f"no server record at {path}")
+
 
 def sweep_lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: Path,
               tiny_model: Path, start_budget: StartBudget) -> Iterator[Lab]:
