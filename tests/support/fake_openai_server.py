@@ -15,7 +15,9 @@ Token counts are known: ``completion_tokens`` = ``max_tokens`` (or ``--tokens``)
 ``/tokenize`` and ``/detokenize`` implement that same word tokenizer, so random
 prompts can be built against it. ``GET /timings`` returns (and forgets) what really
 happened per streamed request: its arrival and every token chunk's write time.
-Faults: ``--fail-every N`` answers every Nth request with HTTP 500; ``--die-after N``
+Faults: ``--bind-after FILE`` binds the port only once FILE exists (a slow load, so
+another process can take the port first); ``--fail-every N`` answers every Nth request
+with HTTP 500; ``--die-after N``
 exits the process after N requests have started. ``--request-log FILE`` appends one
 line per request, in arrival order (``METHOD PATH``, and a completion's
 ``max_tokens`` and prompt), so two clients can be compared request for request.
@@ -324,6 +326,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--exit-after-log", action="store_true",
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
     p.add_argument("--request-log", default="", help="append each request to this file")
+    p.add_argument("--bind-after", default="",
+                   help="wait until this file exists before binding the port")
     p.add_argument("--itl-per-inflight-ms", type=float, default=0.0)
     p.add_argument("--full-speed-streams", type=int, default=1,
                    help="streams in flight that do not slow the gaps (--itl-per-inflight-ms)")
@@ -332,6 +336,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 async def main(argv: list[str]) -> None:
     server = Server(parse(argv))
+    if server.args.bind_after:  # a slow load: the port is bound only after it
+        print("INFO loading the fake model", flush=True)
+        while not os.path.exists(server.args.bind_after):
+            await asyncio.sleep(0.05)
     srv = await asyncio.start_server(server.handle, "127.0.0.1", server.args.port,
                                      backlog=1024)
     port = srv.sockets[0].getsockname()[1]

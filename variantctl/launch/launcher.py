@@ -138,11 +138,25 @@ class ProcessLauncher:
 
     def probe(self, target: Target, record: ServerRecord, *, health: bool = True) -> Probe:
         from variantctl.launch.servers import record_identity
-        from variantctl.targets.process import http_status, is_alive, verify_pid
+        from variantctl.targets.process import (
+            foreign_listener,
+            http_status,
+            is_alive,
+            verify_pid,
+        )
 
         status = http_status(target, record.port) if health else None
         if status == 200:
-            return Probe(True, status)
+            # the answer counts only when the server's own process listens: one that
+            # lost the port to another process (bound between launch's check and its
+            # bind) would be called ready on the other's /health
+            if record.pid is None:
+                return Probe(True, status)
+            other = foreign_listener(target, record.pid, record.port)
+            if other is None:
+                return Probe(True, status)
+            return Probe(is_alive(target, record.pid), status,
+                         foreign_listener=other.describe_listener())
         if record.pid is None:
             return Probe(False, status)  # a SLURM job's record: no process here
         identity = record_identity(record)

@@ -16,3 +16,7 @@ class Probe:
     health: int | None = None
     #: why it has not started running yet (a SLURM PENDING reason), None once it runs
     waiting: str | None = None
+    #: when /health answered 200 but the socket listening on the port is another
+    #: process's (the server has not bound it, or failed to): who listens there. None
+    #: when the server's own process listens, or the launcher cannot tell (a SLURM node)
+    foreign_listener: str | None = None

@@ -243,6 +243,12 @@ def watch(
                 if waiting is not None and probe.waiting is None:
                     classifier.activity()  # out of the queue: the stall clock starts now
                 waiting, health = probe.waiting, probe.health
+                if health == 200 and probe.foreign_listener is not None:
+                    # another process answers on the port: not this server's answer.
+                    # It fails to bind (the log says so) or binds once the port is free
+                    health = None
+                    note = (f"port {record.port} answers, but {probe.foreign_listener} "
+                            "listens there, not this server")
                 if health == 200:
                     # the log may lag /health (a read of at most a block per step, a
                     # log on a shared filesystem): read what is there before the ready

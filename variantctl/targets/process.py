@@ -27,6 +27,11 @@ from variantctl.targets.base import Target
 
 #: /proc/net/tcp state code of a listening socket
 _TCP_LISTEN = "0A"
+#: processes that hold a port for a server in a container (a variant's ``command:`` may
+#: be ``docker run -p …``): the listener is theirs, not the launched process group's,
+#: and whose server answers behind them cannot be told from the host
+PORT_PROXIES = frozenset({"docker-proxy", "rootlesskit", "slirp4netns", "pasta",
+                          "conmon", "podman"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,10 @@ class Occupant:
     def describe(self) -> str:
         what = self.cmdline or self.comm
         return f"pid {self.pid} now belongs to {_printable(what)[:120]!r}"
+
+    def describe_listener(self) -> str:
+        what = self.cmdline or self.comm
+        return f"pid {self.pid} ({_printable(what)[:120]!r})"
 
 
 def _printable(text: str) -> str:
@@ -219,6 +228,66 @@ def listening_ports(target: Target) -> set[int]:
 
 def port_in_use(target: Target, port: int) -> bool:
     return port in listening_ports(target)
+
+
+def parse_listening_inodes(text: str, port: int) -> set[int]:
+    """Inodes of the sockets listening on ``port`` in ``/proc/net/tcp`` / ``tcp6``."""
+    inodes: set[int] = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 10 or parts[0] == "sl" or parts[3] != _TCP_LISTEN:
+            continue
+        _, _, port_hex = parts[1].rpartition(":")
+        try:
+            if int(port_hex, 16) == port and int(parts[9]) > 0:
+                inodes.add(int(parts[9]))
+        except ValueError:
+            continue
+    return inodes
+
+
+def parse_fd_owners(text: str) -> set[int]:
+    """Pids from ``find /proc/*/fd`` output lines (``/proc/PID/fd/N``)."""
+    pids: set[int] = set()
+    for line in text.splitlines():
+        parts = line.strip().split("/")
+        if len(parts) >= 4 and parts[1] == "proc" and parts[2].isdigit() and parts[3] == "fd":
+            pids.add(int(parts[2]))
+    return pids
+
+
+def listener_pids(target: Target, port: int) -> set[int]:
+    """The processes holding a socket that listens on ``port``; empty when nothing
+    listens or the holders' descriptors cannot be read (another user's process)."""
+    text = "".join(_read_proc(target, p) or "" for p in ("/proc/net/tcp", "/proc/net/tcp6"))
+    inodes = parse_listening_inodes(text, port)
+    if not inodes:
+        return set()
+    # one process on the host: find reads every descriptor link itself (a shell loop
+    # would start a readlink per descriptor)
+    names = " -o ".join(f"-lname 'socket:\\[{i}\\]'" for i in sorted(inodes))
+    res = target.run(["sh", "-c", f"find /proc/[0-9]*/fd \\( {names} \\) 2>/dev/null; true"],
+                     timeout=30)
+    return parse_fd_owners(res.stdout)
+
+
+def foreign_listener(target: Target, leader: int, port: int) -> Occupant | None:
+    """The process listening on ``port`` when it is not one of the server's (the
+    process group or session ``leader`` started): a server that failed to bind, while
+    another process answers /health there, is not ready. None when a server process
+    listens there, or the listener's owner cannot be told."""
+    owners = listener_pids(target, port)
+    if not owners:
+        return None
+    if owners & set(group_members(target, leader)):
+        return None
+    pid = min(owners)
+    info = parse_proc_stat(_read_proc(target, f"/proc/{pid}/stat") or "")
+    comm = info[0].comm if info else "?"
+    if comm in PORT_PROXIES:
+        return None  # a container's port: the proxy holds it for the server inside
+    raw = _read_proc(target, f"/proc/{pid}/cmdline", 4096) or ""
+    return Occupant(pid, comm, " ".join(raw.split("\0")).strip(), foreign=True)
 
 
 def spawn_detached(

@@ -6,6 +6,7 @@ had reached."""
 from __future__ import annotations
 
 import http.server
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -63,7 +64,9 @@ def test_watch_reads_the_log_to_its_end_before_the_ready_verdict(
     log = tmp_path / "server.log"
     log.write_text("\n".join(head + filler + decisive) + "\n")
     assert log.stat().st_size > 1 << 20
-    record = ServerRecord(variant="v", host="local", pid=2 ** 22 + 1, port=healthy_port,
+    # the record's process group is this one, whose thread serves /health (a server
+    # whose port another process holds is not ready: test_port_taken.py)
+    record = ServerRecord(variant="v", host="local", pid=os.getpgrp(), port=healthy_port,
                           log=str(log), script="", pid_file="", started_at="")
     out = watch(LocalTarget(), record, _classifier(), timeout=30,
                 launcher=ProcessLauncher())
