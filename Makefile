@@ -42,10 +42,13 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-#: pytest-xdist workers. Two per core: much of a test's time is spent waiting (on a
-#: server's start, a subprocess, a socket), so four keep a 2-core machine busy.
-#: tests/support/scheduling.py keeps each module on one worker, the costliest first.
-TEST_WORKERS ?= 4
+#: pytest-xdist workers. Three on 2 cores: much of a test's time is spent waiting (on
+#: a server's start, a subprocess, a socket), so three keep both cores busy (idle 5 %),
+#: and the suite is CPU-bound: a fourth only adds contention (measured from fresh
+#: clones, quiet: 4 workers 1,379 CPU-s and pytest 11 min 53 s, 3 workers 1,265 CPU-s
+#: and 10 min 53 s). tests/support/scheduling.py keeps each module on one worker, the
+#: costliest first.
+TEST_WORKERS ?= 3
 PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 unit: venv
