@@ -205,19 +205,27 @@ def _read_proc(target: Target, path: str, limit: int = 1 << 22) -> str | None:
         raise
 
 
-def parse_listening_ports(text: str) -> set[int]:
-    """Ports in LISTEN state from ``/proc/net/tcp`` / ``tcp6`` contents."""
-    ports: set[int] = set()
+def parse_listeners(text: str) -> list[tuple[int, int | None]]:
+    """``(port, socket inode)`` of each socket in LISTEN state in ``/proc/net/tcp`` /
+    ``tcp6`` contents (inode None where the line is cut short or unreadable)."""
+    out: list[tuple[int, int | None]] = []
     for line in text.splitlines():
         parts = line.split()
         if len(parts) < 4 or parts[0] == "sl" or parts[3] != _TCP_LISTEN:
             continue
         _, _, port_hex = parts[1].rpartition(":")
         try:
-            ports.add(int(port_hex, 16))
+            port = int(port_hex, 16)
         except ValueError:
             continue
-    return ports
+        inode = int(parts[9]) if len(parts) > 9 and parts[9].isdigit() else None
+        out.append((port, inode or None))
+    return out
+
+
+def parse_listening_ports(text: str) -> set[int]:
+    """Ports in LISTEN state from ``/proc/net/tcp`` / ``tcp6`` contents."""
+    return {port for port, _ in parse_listeners(text)}
 
 
 def listening_ports(target: Target) -> set[int]:
@@ -228,22 +236,6 @@ def listening_ports(target: Target) -> set[int]:
 
 def port_in_use(target: Target, port: int) -> bool:
     return port in listening_ports(target)
-
-
-def parse_listening_inodes(text: str, port: int) -> set[int]:
-    """Inodes of the sockets listening on ``port`` in ``/proc/net/tcp`` / ``tcp6``."""
-    inodes: set[int] = set()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 10 or parts[0] == "sl" or parts[3] != _TCP_LISTEN:
-            continue
-        _, _, port_hex = parts[1].rpartition(":")
-        try:
-            if int(port_hex, 16) == port and int(parts[9]) > 0:
-                inodes.add(int(parts[9]))
-        except ValueError:
-            continue
-    return inodes
 
 
 def parse_fd_owners(text: str) -> set[int]:
@@ -260,7 +252,7 @@ def listener_pids(target: Target, port: int) -> set[int]:
     """The processes holding a socket that listens on ``port``; empty when nothing
     listens or the holders' descriptors cannot be read (another user's process)."""
     text = "".join(_read_proc(target, p) or "" for p in ("/proc/net/tcp", "/proc/net/tcp6"))
-    inodes = parse_listening_inodes(text, port)
+    inodes = {i for p, i in parse_listeners(text) if p == port and i is not None}
     if not inodes:
         return set()
     # one process on the host: find reads every descriptor link itself (a shell loop
