@@ -1,7 +1,7 @@
 """A ``variantctl`` child process that Ctrl-C reaches, whatever ran the tests.
 
-POSIX has a non-interactive shell start a background job (``make test &``, ``xargs
--P``, ``nohup``) with SIGINT and SIGQUIT ignored, children inherit that, and Python
+POSIX has a non-interactive shell start a background job (``sh -c 'make test &'``,
+a job ``xargs -P`` runs) with SIGINT and SIGQUIT ignored, children inherit that, and Python
 installs its KeyboardInterrupt handler only where SIGINT is not ignored. A test that
 interrupts a ``python -m variantctl`` it spawned then saw the sweep run to its end
 (exit 0 where 130 was meant): the test's environment, not variantctl. The child
