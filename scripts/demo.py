@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.support import leftovers  # noqa: E402  (stdlib only: the suite's leftover check)
+
 WORK = REPO / "demo-work"
 CACHE = Path(os.environ.get("VARIANTCTL_CACHE", Path.home() / ".cache" / "variantctl"))
 VLLM_PYTHON = Path(os.environ.get("VARIANTCTL_VLLM_PYTHON",
@@ -275,6 +278,9 @@ def report_story(demo: Demo, project: Path) -> None:
 def main() -> None:
     t0 = time.monotonic()
     WORK.mkdir(exist_ok=True)
+    # every process the demo starts locally inherits the marker; the check at the end
+    # finds those and any that run in demo-work/ (issue 33)
+    os.environ[leftovers.MARKER] = f"demo-{os.getpid()}-{time.time_ns()}"
     demo = Demo()
     roots = make_corex_roots()
     print(f"demo roots (vendor-style arg_utils.py from {upstream_arg_utils()}):")
@@ -288,6 +294,21 @@ def main() -> None:
         for line in won or ["(the report found no benchmark to compare)"]:
             print(line, flush=True)
     print(f"\ndemo: done in {time.monotonic() - t0:.0f} s")
+    check_nothing_left()
+
+
+def check_nothing_left() -> None:
+    """The demo stops what it starts: a process still running in demo-work/ or carrying
+    the demo's marker fails it (named), and is ended by its verified identity."""
+    left = leftovers.settle([WORK], marker=os.environ[leftovers.MARKER], seconds=15)
+    if not left:
+        print("demo: no process left running", flush=True)
+        return
+    leftovers.end(left)
+    print(f"demo: left {len(left)} process(es) running (ended now):", flush=True)
+    for proc in left:
+        print(f"  {proc.describe()}", flush=True)
+    sys.exit(1)
 
 
 def sweep_story(demo: Demo, work: Path = WORK / "sweep") -> list[str]:

@@ -22,7 +22,9 @@ from variantctl.cli import run
 from variantctl.env import Environment
 
 #: per-tier time and real vLLM server starts, printed at the end of every run
-pytest_plugins = ("tests.support.suiteclock", "tests.support.scheduling")
+#: and the check that the run stops every process it starts (tests/support/leftover_check.py)
+pytest_plugins = ("tests.support.suiteclock", "tests.support.scheduling",
+                  "tests.support.leftover_check")
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("VARIANTCTL_CACHE", Path.home() / ".cache" / "variantctl"))

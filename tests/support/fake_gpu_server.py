@@ -199,14 +199,23 @@ def main() -> int:
 
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # an "engine core" child in our process group, as vLLM forks one
-    child_code = "import signal, time\n"
+    head, decisive, then = scenario_lines(args.scenario, args.port)
+    # an "engine core" child in our process group, as vLLM forks one. vLLM's engine core
+    # exits when the API server dies (it watches a death pipe); this one gets SIGKILL from
+    # the kernel when its parent dies (PR_SET_PDEATHSIG), so a stand-in that fails or is
+    # killed leaves nothing behind. Only the "exit" scenarios keep an orphan on purpose:
+    # they test that `stop` ends the rest of a group whose leader is gone, and the test's
+    # fixture ends it by identity if the test does not (tests/support/leftovers.py).
+    child_code = "import ctypes, os, signal, sys, time\n"
+    if then != "exit":
+        child_code += (
+            "ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)\n"
+            f"if os.getppid() != {os.getpid()}:\n    sys.exit(0)\n")  # parent already gone
     if args.ignore_term:
         child_code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    child_code += "time.sleep(3600)\n"
+    child_code += "while True:\n    time.sleep(60)\n"
     subprocess.Popen([sys.executable, "-c", child_code])
 
-    head, decisive, then = scenario_lines(args.scenario, args.port)
     server = None
     busy = then == "busy-serve"
     if busy:
