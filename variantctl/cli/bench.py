@@ -167,9 +167,10 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
         until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,
     )
     from variantctl.cli.benchflow import run_bench
+    from variantctl.usecases.bench import BenchRequest
 
-    code = run_bench(env, params, variants=variants, host=host, url=url, as_json=as_json,
-                     export=export_vllm, store=not no_store, profile=profile,
-                     profile_trace=profile_trace)
+    req = BenchRequest(params, variants=variants, host=host, url=url, store=not no_store,
+                       profile=profile, profile_trace=profile_trace)
+    code = run_bench(env, req, as_json=as_json, export=export_vllm)
     if code:
         finish(code)

@@ -71,11 +71,11 @@ def _host_facts(env: Environment, variants: list[ResolvedVariant],
     host's vLLM lacks. Hosts on this machine always; SSH hosts only with ``--connect``
     (one connection each, in parallel): without it ``check`` never connects, and
     ``launch`` reads the model there before starting it."""
-    from variantctl.cli.profileflow import profile_point_findings
     from variantctl.targets.base import Target
     from variantctl.targets.connect import on_hosts
     from variantctl.targets.local import LocalTarget
     from variantctl.targets.modelfacts import read_model_info
+    from variantctl.usecases.profiled import profile_point_findings
     from variantctl.variants.rules import Finding
 
     by_host: dict[str, list[ResolvedVariant]] = {}

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
 from variantctl.bench.session import ColdLevels, LevelStep
+from variantctl.bench.step import Into
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
@@ -225,21 +226,21 @@ class TargetPointRunner:
             self.ui.phase(point, "bench")
             for params in self.spec.bench:
                 seen = len(collector.levels) if collector is not None else 0
-                bench, measured_s, early, death = self._ladder(
-                    point, record, params, collector, resets=resets,
+                into = (Into(self.ctx.runs, Path(result.run_dir), self.ctx.now)
+                        if result.run_dir is not None else None)
+                bench, measured_s, early, death, stored = self._ladder(
+                    point, record, params, collector, into, resets=resets,
                     reset_first=reattached)
                 if collector is not None and len(self.spec.bench) > 1:
                     for lv in collector.levels[seen:]:  # one ladder per prompt set
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
-                if bench is not None and bench.search is not None and capacity is None:
+                if bench.search is not None and capacity is None:
                     capacity = {"prompt": params.prompt, "mode": bench.search.mode,
                                 "best_level": bench.search.best_level,
                                 "limiting": bench.search.limiting}
-                if result.run_dir is not None:
-                    path = self.ctx.runs.attach_benchmark(result.run_dir, bench, self.ctx.now(),
-                                                          death=death)
-                    names.append(path.name)
+                if stored is not None:
+                    names.append(stored.name)
                 if early is not None and stopped_early is None:
                     stopped_early = early
                 if death is not None:
@@ -416,40 +417,44 @@ class TargetPointRunner:
     def _store_profile(self, point: PlannedPoint, record: ServerRecord,
                        collector: Collector) -> list[str]:
         """The raw events and breakdowns into the point's run (``profile-*.json``)."""
-        from variantctl.bench.profile import empty_hint, store
+        from variantctl.bench.profile import empty_hint
+        from variantctl.bench.step import own_run_dir, record_profile
 
         if not any(lv.events for lv in collector.levels):
             self.ui.note(f"warning: {empty_hint(point.name, collector.directory)}")
+        run_dir = own_run_dir(record, self.ctx.runs.root)
+        if run_dir is None:
+            return []
         try:
-            path = store(collector, record, point.name, self.ctx.now(),
-                         runs_root=self.ctx.runs.root)
+            path = record_profile(Into(self.ctx.runs, run_dir, self.ctx.now), collector,
+                                  point.name)
         except VariantctlError as exc:
             self.ui.note(f"{point.name}: profile events not stored: {exc.message}")
             return []
-        return [path.name] if path is not None else []
+        return [path.name]
 
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
-                collector: Collector | None = None, *, resets: list[int],
+                collector: Collector | None, into: Into | None, *, resets: list[int],
                 reset_first: bool = False,
-                ) -> tuple[BenchResult, float, dict[str, Any] | None, dict[str, Any] | None]:
-        """One prompt set's ladder: the same ladder ``bench`` runs (``bench.session.
-        measure``: one model probe, GPU-monitor lookup and prompt preparation), with the
-        sweep's policy in its hooks (:class:`_SweepLevels`: the shared prefix-cache
-        policy, before the first level too with ``reset_first``, counted in
-        ``resets[0]``; phases; stop rules). Returns (result, measured seconds, stopped
-        early, death)."""
-        from variantctl.bench.session import Measurement, measure, reach
+                ) -> tuple[BenchResult, float, dict[str, Any] | None, dict[str, Any] | None,
+                           Path | None]:
+        """One prompt set's ladder through the measure-and-record step (``bench.step.
+        measure_and_record``: the same ladder ``bench`` runs, recorded ``into`` the
+        point's run), with the sweep's policy in its hooks (:class:`_SweepLevels`: the
+        shared prefix-cache policy, before the first level too with ``reset_first``,
+        counted in ``resets[0]``; phases; stop rules). Returns (result, measured
+        seconds, stopped early, death, the benchmark file)."""
+        from variantctl.bench.step import Server, measure_and_record
 
-        address = launcher_for(self.host).address(self.target, record)
         hooks = _SweepLevels(self, point, params, reset_first=reset_first)
-        with reach(self.target, record.port, address) as base_url:
-            m = Measurement(label=point.name, base_url=base_url, params=params,
-                            target=self.target, host=self.host, record=record,
-                            signatures=self.ctx.signatures, profile=collector, hooks=hooks)
-            try:
-                outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
-            finally:
-                resets[0] += hooks.resets
+        try:
+            outcome = measure_and_record(
+                Server(self.target, self.host, record, collector), point.name, params,
+                self.ctx.now().isoformat(), into=into, signatures=self.ctx.signatures,
+                hooks=hooks, run=lambda coro: _run_guarded(coro, self.stop),
+                trim_ladder=True)
+        finally:
+            resets[0] += hooks.resets
         result = outcome.result
         measured = sum(lv.metrics.duration_s + (lv.warmup.duration_s if lv.warmup else 0.0)
                        for lv in result.levels)
@@ -458,12 +463,7 @@ class TargetPointRunner:
         if early is None and death is None and not result.levels:
             early = {"prompt": params.prompt, "concurrency": params.concurrency[0],
                      "reason": "no level was measured"}
-        # the stored ladder lists the levels it measured (a stop rule ends it early)
-        done = tuple(dict.fromkeys(lv.concurrency for lv in result.levels))
-        if params.search is None:  # a search's levels are its probes (result.search)
-            result = dataclasses.replace(result, params=dataclasses.replace(
-                result.params, concurrency=done or params.concurrency))
-        return result, measured, early, death
+        return result, measured, early, death, outcome.stored
 
 
 class _SweepLevels(ColdLevels):
