@@ -9,9 +9,9 @@ from variantctl.render.output import Block, text
 from variantctl.render.sweep import plan_blocks
 
 if TYPE_CHECKING:
-    from variantctl.cli.bisectflow import Bisection, BisectResult
     from variantctl.sweeps.bisect import Effect, Subset
     from variantctl.sweeps.plan import Plan
+    from variantctl.usecases.bisect import Bisection, BisectResult
 
 
 def _head(bis: Bisection) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import make_env
 from tests.unit.sweeps.test_executor import plan_on
-from variantctl.cli.sweepflow import ProgressPrinter
+from variantctl.cli.sweepprogress import ProgressPrinter
 from variantctl.render.sweep import duration, result_blocks
 
 
