@@ -58,7 +58,8 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
     out = run_sweep(project, req, start)
     if as_json:
         print_json(env, {"sweep": name, "state_file": str(out.path),
-                         "status": out.doc["status"], "points": out.doc["points"],
+                         "status": out.doc.status,
+                         "points": [p.to_json() for p in out.doc.points],
                          "host_errors": {h: e.to_json() for h, e in out.host_errors.items()}})
     else:
         emit(env, result_blocks(out.doc, str(out.path)))

@@ -19,10 +19,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
-from variantctl.bench.session import ColdLevels, LevelStep
+from variantctl.bench.session import ColdLevels, LevelStep, ServerDeath
 from variantctl.bench.step import Into
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
@@ -42,6 +43,7 @@ from variantctl.launch.slurm import job_id
 from variantctl.launch.watch import RECONNECT_FOR, Progress, reconnect
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
+from variantctl.runs.sweepstate import Capacity, PointEntry, StoppedEarly
 from variantctl.sweeps.model import SweepSpec, sweep_of_name
 from variantctl.sweeps.plan import PREDICTED, Plan, PlannedPoint
 from variantctl.sweeps.state import DONE, SweepState
@@ -78,12 +80,12 @@ class PointOutcome:
     benchmarks: tuple[str, ...] = ()
     #: ``profile: true``: the ``profile-*.json`` attached to the point's run
     profiles: tuple[str, ...] = ()
-    stopped_early: Mapping[str, Any] | None = None
+    stopped_early: StoppedEarly | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
     prefix_cache_resets: int = 0
-    #: ``bench: search``: the capacity found (mode, best_level, limiting), first search
-    capacity: Mapping[str, Any] | None = None
+    #: ``bench: search``: the capacity the first search found
+    capacity: Capacity | None = None
     #: the connection to the host dropped during the point (the sweep retries it once)
     connection_lost: bool = False
     #: the sweep's benchmark settings cannot work on this server (``input_len`` below
@@ -218,8 +220,8 @@ class TargetPointRunner:
         resets = [0]
         names: list[str] = []
         profiles: list[str] = []
-        stopped_early: dict[str, Any] | None = None
-        capacity: dict[str, Any] | None = None
+        stopped_early: StoppedEarly | None = None
+        capacity: Capacity | None = None
         status, message = "measured", ""
         bad_bench = False
         try:
@@ -236,9 +238,8 @@ class TargetPointRunner:
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
                 if bench.search is not None and capacity is None:
-                    capacity = {"prompt": params.prompt, "mode": bench.search.mode,
-                                "best_level": bench.search.best_level,
-                                "limiting": bench.search.limiting}
+                    capacity = Capacity(params.prompt, bench.search.mode,
+                                        bench.search.best_level, bench.search.limiting)
                 if stored is not None:
                     names.append(stored.name)
                 if early is not None and stopped_early is None:
@@ -246,7 +247,7 @@ class TargetPointRunner:
                 if death is not None:
                     status = "failed"
                     message = (f"the server died during the benchmark at concurrency "
-                               f"{death.get('level')}: {death.get('signature') or 'see its log'}")
+                               f"{death.level}: {death.signature or 'see its log'}")
                     break
         except Interrupted:
             status, message = "interrupted", "interrupted during the benchmark"
@@ -436,7 +437,7 @@ class TargetPointRunner:
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
                 collector: Collector | None, into: Into | None, *, resets: list[int],
                 reset_first: bool = False,
-                ) -> tuple[BenchResult, float, dict[str, Any] | None, dict[str, Any] | None,
+                ) -> tuple[BenchResult, float, StoppedEarly | None, ServerDeath | None,
                            Path | None]:
         """One prompt set's ladder through the measure-and-record step (``bench.step.
         measure_and_record``: the same ladder ``bench`` runs, recorded ``into`` the
@@ -458,11 +459,11 @@ class TargetPointRunner:
         result = outcome.result
         measured = sum(lv.metrics.duration_s + (lv.warmup.duration_s if lv.warmup else 0.0)
                        for lv in result.levels)
-        death = outcome.death.to_json() if outcome.death is not None else None
+        death = outcome.death
         early = hooks.early
         if early is None and death is None and not result.levels:
-            early = {"prompt": params.prompt, "concurrency": params.concurrency[0],
-                     "reason": "no level was measured"}
+            early = StoppedEarly(concurrency=params.concurrency[0], prompt=params.prompt,
+                                 reason="no level was measured")
         return result, measured, early, death, outcome.stored
 
 
@@ -475,7 +476,7 @@ class _SweepLevels(ColdLevels):
                  *, reset_first: bool) -> None:
         super().__init__(reset_first=reset_first)
         self.runner, self.point, self.params = runner, point, params
-        self.early: dict[str, Any] | None = None
+        self.early: StoppedEarly | None = None
 
     def before_level(self, step: LevelStep) -> None:
         super().before_level(step)
@@ -486,8 +487,8 @@ class _SweepLevels(ColdLevels):
             self.runner._connection_held(step.concurrency)
         reason = stop_reason(self.runner.spec.stop, level.metrics)
         if reason is not None:
-            self.early = {"prompt": self.params.prompt, "concurrency": step.concurrency,
-                          "reason": reason}
+            self.early = StoppedEarly(concurrency=step.concurrency, prompt=self.params.prompt,
+                                      reason=reason)
         return reason
 
 
@@ -575,7 +576,7 @@ class _StateUI:
 
     def phase(self, point: PlannedPoint, phase: str, detail: str = "") -> None:
         if phase in ("launch", "bench", "stop"):
-            self.state.update(point.name, phase=phase)
+            self.state.update(point.name, lambda e: dataclasses.replace(e, phase=phase))
         self.ui.phase(point, phase, detail)
 
     def note(self, text: str) -> None:
@@ -604,7 +605,7 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     # variantctl may have left a server there that must not outlive this run
     todo: dict[str, list[PlannedPoint]] = {p.host: [] for p in plan.to_run}
     for p in plan.to_run:
-        if state.entry(p.name)["status"] not in DONE:  # --resume: measured or failed
+        if state.entry(p.name).status not in DONE:  # --resume: measured or failed
             todo[p.host].append(p)
     #: the first point whose benchmark settings proved unusable, and why (all hosts)
     bad_bench: list[tuple[str, str]] = []
@@ -629,13 +630,13 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                         # the sweep's benchmark settings are the same for every point:
                         # do not start another server only to fail as the first did
                         first, why = bad_bench[0]
-                        state.update(point.name, status="error", phase=None,
-                                     message=f"not started: the benchmark settings cannot "
-                                             f"work (found on {first}: {why})")
+                        state.update(point.name, _ended(
+                            "error", f"not started: the benchmark settings cannot work "
+                                     f"(found on {first}: {why})"))
                         ui.phase(point, "error", "not started: the benchmark settings "
                                                  f"cannot work (see {first})")
                         return
-                    state.update(point.name, status="running", phase="launch")
+                    state.update(point.name, _started)
                     outcome = runner.run_point(point)
                     if (outcome.connection_lost and outcome.status == "error"
                             and not stop.is_set()):
@@ -643,9 +644,9 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                         # the point once more, on the re-opened connection (its server
                         # was stopped; the failed attempt keeps its run)
                         ui.note(f"{point.name}: retrying once: {outcome.message}")
-                        state.update(point.name, status="running", phase="launch")
+                        state.update(point.name, _started)
                         outcome = runner.run_point(point)
-                    state.update(point.name, **_entry_fields(outcome))
+                    state.update(point.name, lambda e: _entry_of(e, outcome))
                     ui.phase(point, outcome.status, outcome.message)
                     if outcome.bad_bench and not bad_bench:
                         bad_bench.append((point.name, outcome.message))
@@ -662,9 +663,8 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
             out.host_errors[name] = err
             try:
                 for point in points:
-                    if state.entry(point.name)["status"] in ("pending", "running"):
-                        state.update(point.name, status="error", phase=None,
-                                     message=f"host {name}: {err.message}")
+                    if state.entry(point.name).status in ("pending", "running"):
+                        state.update(point.name, _ended("error", f"host {name}: {err.message}"))
             except (VariantctlError, OSError) as again:
                 ui.note(f"error: host {name}: the sweep state could not record the "
                         f"error either ({again})")
@@ -688,10 +688,19 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     return out
 
 
-def _entry_fields(o: PointOutcome) -> dict[str, Any]:
-    return {"status": o.status, "phase": None, "run_id": o.run_id, "run_dir": o.run_dir,
-            "verdict": o.verdict, "signature": o.signature, "message": o.message,
-            "benchmarks": list(o.benchmarks), "profiles": list(o.profiles),
-            "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
-            "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings),
-            "capacity": dict(o.capacity) if o.capacity else None}
+def _started(e: PointEntry) -> PointEntry:
+    return dataclasses.replace(e, status="running", phase="launch")
+
+
+def _ended(status: str, message: str) -> Callable[[PointEntry], PointEntry]:
+    return lambda e: dataclasses.replace(e, status=status, phase=None, message=message)
+
+
+def _entry_of(e: PointEntry, o: PointOutcome) -> PointEntry:
+    """The point's entry once it ended as ``o``."""
+    return dataclasses.replace(
+        e, status=o.status, phase=None, run_id=o.run_id, run_dir=o.run_dir,
+        verdict=o.verdict, signature=o.signature, message=o.message,
+        benchmarks=o.benchmarks, profiles=o.profiles, stopped_early=o.stopped_early,
+        prefix_cache_resets=o.prefix_cache_resets, timings=MappingProxyType(dict(o.timings)),
+        capacity=o.capacity)

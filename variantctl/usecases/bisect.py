@@ -302,14 +302,14 @@ def _run_round(project: Project, req: BisectRequest, bis: Bisection, n: int, pla
         raise VariantctlError(f"bisect round {n}: host {host}: {err.message}",
                               exit_code=err.exit_code)
     out: dict[Subset, Measured] = {}
-    by_index = {int(e["index"]): e for e in swept.doc["points"]}
+    by_index = {e.index: e for e in swept.doc.points}
     for i, subset in enumerate(subsets, start=1):
-        entry = by_index.get(i, {})
-        run_id = entry.get("run_id")
+        entry = by_index.get(i)
+        run_id = entry.run_id if entry is not None else None
+        status = entry.status if entry is not None else "not run"
         levels: tuple[LevelResult, ...] = ()
-        if entry.get("status") == "measured" and run_id:
-            run = load_run(project.runs, str(run_id))
+        if status == "measured" and run_id:
+            run = load_run(project.runs, run_id)
             levels = tuple(lv for _, r in run.results for lv in r.levels)
-        out[subset] = Measured(subset, n, str(entry.get("status", "not run")),
-                               str(run_id) if run_id else None, levels)
+        out[subset] = Measured(subset, n, status, run_id or None, levels)
     return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
@@ -43,7 +43,7 @@ class SweepOutcome:
     whether it was interrupted."""
 
     path: Path
-    doc: Mapping[str, Any]
+    doc: SweepDoc
     host_errors: Mapping[str, VariantctlError]
     interrupted: bool
 
@@ -56,7 +56,7 @@ class SweepOutcome:
             return ExitCode.INTERRUPTED
         if self.host_errors:
             return max(int(e.exit_code) for e in self.host_errors.values())
-        if any(e["status"] in ("failed", "error") for e in self.doc.get("points", ())):
+        if any(e.status in ("failed", "error") for e in self.doc.points):
             return ExitCode.FAILED
         return ExitCode.OK
 
@@ -152,12 +152,12 @@ def execute_plan(project: Project, plan: Plan, name: str, ui: SweepUI, *,
             state.finish("interrupted")
         raise
     interrupted = outcome.interrupted or any(
-        e["status"] == "interrupted" for e in state.snapshot()["points"])
+        e.status == "interrupted" for e in state.snapshot().points)
     try:
         if interrupted:
-            for e in state.snapshot()["points"]:
-                if e["status"] == "running":
-                    state.update(e["name"], status="interrupted", phase=None)
+            for e in state.snapshot().points:
+                if e.status == "running" and e.name is not None:
+                    state.update(e.name, lambda e: replace(e, status="interrupted", phase=None))
         state.finish("interrupted" if interrupted else "done")
     except (VariantctlError, OSError) as exc:
         # e.g. a full disk: the points' servers were stopped (or named as leftovers)
@@ -166,4 +166,4 @@ def execute_plan(project: Project, plan: Plan, name: str, ui: SweepUI, *,
             f"could not write the sweep state {path}: {exc}",
             hint=f"make room, then `variantctl sweep {name} --resume` continues from the "
             "last state written", exit_code=ExitCode.FAILED) from None
-    return SweepOutcome(path, dict(state.snapshot()), outcome.host_errors, interrupted)
+    return SweepOutcome(path, state.snapshot(), outcome.host_errors, interrupted)
