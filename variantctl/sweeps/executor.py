@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
-from variantctl.bench.session import ColdLevels, LevelStep, ServerDeath
+from variantctl.bench.session import ColdLevels, LevelStep, RunOutcome, ServerDeath
 from variantctl.bench.step import Into
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
@@ -501,11 +501,11 @@ def _outcome_of(result: LaunchResult) -> PointOutcome:
         message=(decision.message or decision.title) if decision else "")
 
 
-def _run_guarded(coro: Any, stop: threading.Event) -> Any:
+def _run_guarded(coro: Coroutine[Any, Any, RunOutcome], stop: threading.Event) -> RunOutcome:
     """``asyncio.run(coro)`` that is cancelled when ``stop`` is set (from another thread,
     or the main thread's Ctrl-C): the bench's own SIGINT handler works only there."""
 
-    async def guarded() -> Any:
+    async def guarded() -> RunOutcome:
         task = asyncio.ensure_future(coro)
         while not task.done():
             if stop.is_set():

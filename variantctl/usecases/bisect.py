@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from variantctl.benchparams import BenchParams
     from variantctl.report.model import RunInput
     from variantctl.sweeps.executor import SweepUI
+    from variantctl.sweeps.model import GridKey, GridValue
     from variantctl.sweeps.plan import Plan
     from variantctl.variants.model import ResolvedVariant
 
@@ -178,7 +179,10 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
             name = bis.base.name if not by_requires else f"{bis.base.name}-p{len(by_requires)}"
             by_requires[req] = name
             bases[name] = replace(bis.base, name=name, requires=req)
-        include.append({"base": by_requires[req], **include_of(subset, bis.settings)})
+        # B's recorded values: JSON scalars, or a list for a list-valued flag, which the
+        # grid carries into the point's variant unchanged (GridValue names the scalars)
+        include.append(cast("Mapping[GridKey, GridValue]",
+                            {"base": by_requires[req], **include_of(subset, bis.settings)}))
     spec = SweepSpec(name=bis.round_name(n),
                      source=f"bisect {bis.a.run_id} {bis.b.run_id} round {n}",
                      bases=tuple(bases), include=tuple(include), bench=(bis.bench,),
