@@ -7,13 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import (
-    load,
-    render_per_host,
-    root_options,
-    roots_for,
-    run_per_host,
-)
+from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
@@ -72,6 +66,8 @@ def list_(env: Environment, as_json: bool) -> None:
 @pass_env
 def show(env: Environment, name: str, as_json: bool) -> None:
     """A patchset's modules and operations (from -> to)."""
+    from variantctl.usecases.patching import load
+
     ps = load(env, name)
     if as_json:
         from variantctl.cli.output import print_json
@@ -100,11 +96,9 @@ def diff(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
          hosts_csv: str | None, as_json: bool) -> None:
     """The unified diff `apply NAME` would write, per root (nothing is written)."""
     from variantctl.cli import finish
-    from variantctl.targets.patchrun import execute_apply
+    from variantctl.usecases.patching import PatchRequest, apply_patchset
 
-    ps = load(env, name)
-    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_apply(
-        target, roots_for(env, host, target, ps, roots), ps, now=env.now(), dry_run=True))
+    runs = apply_patchset(env, PatchRequest(name, host_name, hosts_csv, roots), dry_run=True)
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: _diff_json(env, r),
                            render=lambda r: _diff_blocks(env, r),

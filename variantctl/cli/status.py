@@ -7,13 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import (
-    load,
-    render_per_host,
-    root_options,
-    roots_for,
-    run_per_host,
-)
+from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
@@ -37,8 +31,6 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     from variantctl.cli import finish
     from variantctl.cli.hostresults import worst_exit_code
     from variantctl.config.patchsets import patchset_names
-    from variantctl.targets.patchrun import execute_status
-    from variantctl.targets.statecache import JsonStateCache
 
     names = [name] if name else patchset_names(env.patchsets_dir)
     if not names:
@@ -46,15 +38,10 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
 
         raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
                             hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
-    patchsets = [load(env, n) for n in names]
-    cache = JsonStateCache(env.cache_dir / "patch-status.json")
     from variantctl.render.patching import status_blocks
+    from variantctl.usecases.patching import PatchRequest, patch_status
 
-    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: [
-        execute_status(target, roots_for(env, host, target, ps, roots), ps, cache=cache)
-        for ps in patchsets
-    ])
-    cache.save()
+    runs = patch_status(env, PatchRequest(name or "", host_name, hosts_csv, roots), names)
     code = render_per_host(
         env, runs, multi=bool(hosts_csv), as_json=as_json,
         to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
