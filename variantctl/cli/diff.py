@@ -16,7 +16,7 @@ from variantctl.env import Environment
 def diff(env: Environment, a: str, b: str, fmt: str) -> None:
     """Show what changes from variant A to variant B."""
     from variantctl.config.variants import load_catalog
-    from variantctl.variants.diff import diff_variants, format_value
+    from variantctl.variants.diff import diff_variants
     from variantctl.variants.resolve import resolve
 
     catalog = load_catalog(env.variants_dir)
@@ -31,16 +31,6 @@ def diff(env: Environment, a: str, b: str, fmt: str) -> None:
         env.stdout.print(f"{a} and {b} run the same server (no differences)",
                          markup=False, highlight=False)
         return
-    from rich.table import Table
-    from rich.text import Text
+    from variantctl.render.variant import diff_table
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("", "SETTING", a, "", b):
-        table.add_column(col, overflow="fold")
-    last = None
-    for c in changes:
-        group = c.group if c.group != last else ""
-        last = c.group
-        table.add_row(Text(group), Text(c.label), Text(format_value(c.old)), Text("→"),
-                      Text(format_value(c.new)))
-    env.stdout.print(table)
+    env.stdout.print(diff_table(a, b, changes))

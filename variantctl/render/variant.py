@@ -1,14 +1,18 @@
-"""``show``'s table: a resolved variant's settings, optionally with where each was set
-(returns, never prints)."""
+"""Variant tables: ``show`` (a resolved variant's settings, optionally with where each
+was set), ``list`` and ``diff`` (returns, never prints)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.table import Table
 
     from variantctl.hostmodel import Host
+    from variantctl.usecases.variants import VariantRow
+    from variantctl.variants.diff import Change
     from variantctl.variants.model import ResolvedVariant
 
 
@@ -87,3 +91,38 @@ def _rows(v: ResolvedVariant) -> list[tuple[str, str, str | None]]:
     ]
     rows += [("tags", t, f"tags.{t}") for t in v.tags]
     return rows
+
+
+def list_table(rows: Sequence[VariantRow]) -> Table:
+    """``list``: name, parent, changes, requires, tags."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("NAME", "EXTENDS", "CHANGES", "REQUIRES", "TAGS"):
+        table.add_column(col, overflow="fold", no_wrap=col == "NAME")
+    for r in rows:
+        v = r.variant
+        table.add_row(Text(r.name), Text(", ".join(v.parents) or "-"),
+                      Text("\n".join(r.changes) or "(same)"),
+                      Text(", ".join(v.requires) or "-"), Text(", ".join(v.tags) or "-"))
+    return table
+
+
+def diff_table(a: str, b: str, changes: Sequence[Change]) -> Table:
+    """``diff A B``: the changes grouped, old → new."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from variantctl.variants.diff import format_value
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("", "SETTING", a, "", b):
+        table.add_column(col, overflow="fold")
+    last = None
+    for c in changes:
+        group = c.group if c.group != last else ""
+        last = c.group
+        table.add_row(Text(group), Text(c.label), Text(format_value(c.old)), Text("→"),
+                      Text(format_value(c.new)))
+    return table
