@@ -4,14 +4,11 @@ JSON, export, and pick the exit code."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from variantctl.bench.session import RunOutcome
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
-from variantctl.jsontypes import JsonObject
 from variantctl.usecases.bench import BenchReport, BenchRequest
 
 if TYPE_CHECKING:
@@ -61,11 +58,12 @@ def _print(env: Environment, report: BenchReport, as_json: bool) -> None:
     """One target: its ``variantctl.bench/1`` object; several: ``{"results": [...],
     "errors": [{"variant", "error"}]}`` (the README's --json convention)."""
     from variantctl.cli.output import emit, print_json
-    from variantctl.render.bench import death_blocks, result_blocks
+    from variantctl.render.bench import result_blocks
+    from variantctl.render.benchrun import outcome_json, profile_blocks, trouble_blocks
 
     outcomes, errors = report.outcomes, report.errors
     if as_json:
-        docs = [_json(o) for o in outcomes]
+        docs = [outcome_json(o) for o in outcomes]
         if len(docs) == 1 and not errors:
             print_json(env, docs[0])
         else:
@@ -73,40 +71,8 @@ def _print(env: Environment, report: BenchReport, as_json: bool) -> None:
                 {"variant": name, "error": exc.to_json()} for name, exc in errors]})
     elif outcomes:
         emit(env, result_blocks([(o.label, o.result) for o in outcomes]))
-        _print_profiles(env, outcomes)
+        emit(env, profile_blocks(outcomes))
         for o in outcomes:
             if o.stored is not None:
                 _say(env, f"{o.label}: stored {o.stored}")
-    for o in outcomes:
-        if o.death is not None:
-            emit(env, death_blocks(o.death))
-        for lv in o.failed_levels:
-            env.stderr.print(
-                f"error: {o.label}: every request of the level at concurrency "
-                f"{lv.concurrency} failed ({', '.join(lv.errors) or 'no reason'})",
-                markup=False, highlight=False)
-        if o.interrupted:
-            env.stderr.print(f"{o.label}: interrupted; partial results kept", markup=False,
-                             highlight=False)
-
-
-def _json(o: RunOutcome) -> JsonObject:
-    from variantctl.bench.uncertainty import levels_json
-
-    doc = o.result.to_json()
-    doc["intervals"] = levels_json(o.result.levels, o.result.params.until_ci)
-    doc["stored"] = None if o.stored is None else str(o.stored)
-    doc["server_death"] = None if o.death is None else o.death.to_json()
-    if o.profile is not None:
-        doc["profile"] = o.profile
-    return doc
-
-
-def _print_profiles(env: Environment, outcomes: Sequence[RunOutcome]) -> None:
-    """The breakdown tables of every profiled outcome."""
-    from variantctl.render.profile import breakdown_tables
-
-    for o in outcomes:
-        if o.profile:
-            for table in breakdown_tables(o.label, o.profile):
-                env.stdout.print(table)
+    emit(env, trouble_blocks(outcomes))
