@@ -39,8 +39,8 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
     from variantctl.cli.sweepprogress import ProgressPrinter
     from variantctl.exitcodes import ExitCode
     from variantctl.project.loaded import Project
-    from variantctl.render.bisect import bisect_blocks, bisect_json, dry_run_blocks
-    from variantctl.render.sweep import plan_blocks, plan_json
+    from variantctl.render.bisect import bisect_blocks, bisect_json, dry_run_blocks, dry_run_json
+    from variantctl.render.sweep import plan_blocks
     from variantctl.sweeps.plan import Plan
     from variantctl.usecases.bisect import BisectRequest, plan_bisect, run_bisect
 
@@ -49,16 +49,10 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
     project = Project(env)
     if dry_run:
         p = plan_bisect(project, req)
-        bis = p.bisection
         if as_json:
-            print_json(env, {"dry_run": True, "a": bis.a.run_id, "b": bis.b.run_id,
-                             "host": bis.host, "strategy": bis.strategy,
-                             "settings": [s.to_json() for s in bis.settings],
-                             "launches": {"first_round": p.first_launches,
-                                          "at_most": p.at_most},
-                             "notes": list(bis.notes), "plan": plan_json(p.plan)})
+            print_json(env, dry_run_json(p))
         else:
-            emit(env, dry_run_blocks(bis, p.plan, p.first_launches, p.at_most))
+            emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most))
         return
 
     def start(plan: Plan) -> ProgressPrinter:

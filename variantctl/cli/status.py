@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
-
-if TYPE_CHECKING:
-    from variantctl.patching.outcomes import RunReport
 
 
 @click.command()
@@ -39,7 +34,7 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
         raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
                             hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
     from variantctl.render.patching import status_blocks
-    from variantctl.usecases.patching import PatchRequest, patch_status
+    from variantctl.usecases.patching import PatchRequest, absent, patch_status
 
     runs = patch_status(env, PatchRequest(name or "", host_name, hosts_csv, roots), names)
     code = render_per_host(
@@ -47,17 +42,7 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
         to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
         render=lambda reports: status_blocks(env.cwd, reports),
         exit_code=lambda reports: worst_exit_code(
-            r.exit_code for r in reports if name or not _absent(r)),
+            r.exit_code for r in reports if name or not absent(r)),
     )
     if code:
         finish(code)
-
-
-def _absent(report: RunReport) -> bool:
-    """One of the patchset's modules exists in no root: it is for another vLLM layout
-    (a module missing from only some roots is still a problem, and still counts)."""
-    from variantctl.patching.states import MISSING
-
-    modules = {f.module for f in report.files}
-    return any(all(f.state == MISSING for f in report.files if f.module == m)
-               for m in modules)

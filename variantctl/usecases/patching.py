@@ -176,3 +176,13 @@ def patch_status(env: Environment, req: PatchRequest, names: Sequence[str]
     ])
     cache.save()
     return runs
+
+
+def absent(report: RunReport) -> bool:
+    """One of the patchset's modules exists in no root: it is for another vLLM layout
+    (a module missing from only some roots is still a problem, and still counts)."""
+    from variantctl.patching.states import MISSING
+
+    modules = {f.module for f in report.files}
+    return any(all(f.state == MISSING for f in report.files if f.module == m)
+               for m in modules)

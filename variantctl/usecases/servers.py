@@ -1,8 +1,9 @@
-"""``launch``, ``watch`` and ``stop``: a variant's server started (or attached to) and
-watched to a verdict, or stopped on its hosts."""
+"""``launch``, ``watch``, ``stop``, ``ps`` and ``logs``: a variant's server started (or
+attached to) and watched to a verdict, stopped, listed, or its log read, on its hosts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,8 @@ from variantctl.project.loaded import Project
 
 if TYPE_CHECKING:
     from variantctl.launch.core import LaunchOptions, LaunchResult, LaunchUI
-    from variantctl.launch.servers import StopOutcome
+    from variantctl.launch.logs import LogText, Reconnecting, Truncated
+    from variantctl.launch.servers import ServerStatus, StopOutcome
     from variantctl.targets.connect import HostOutcome
 
 
@@ -81,3 +83,28 @@ def refuse_unknown_variant(env: Environment, variant: str, hosts: list[str]) -> 
         f"is recorded on {', '.join(hosts)}",
         hint=did_you_mean(variant, names) or "variantctl ps lists the running servers",
     )
+
+
+def server_statuses(env: Environment, host: str | None, hosts: str | None
+                    ) -> list[HostOutcome[list[ServerStatus]]]:
+    """``ps``: every server recorded on the chosen hosts, with its status."""
+    from variantctl.launch.launcher import launcher_for
+    from variantctl.launch.servers import layout_for, list_records
+    from variantctl.project.selection import select_hosts
+    from variantctl.targets.connect import on_hosts
+
+    return on_hosts(select_hosts(env, host, hosts), lambda h, t: launcher_for(h).statuses(
+        t, list_records(t, layout_for(t, h))))
+
+
+def server_log(env: Environment, variant: str, host: str | None, *, follow: bool,
+               lines: int | None) -> Iterator[LogText | Reconnecting | Truncated]:
+    """``logs``: ``variant``'s latest server log on its host, as it is read (followed)."""
+    from variantctl.launch.logs import log_stream
+    from variantctl.project.selection import select_hosts, variant_host
+    from variantctl.targets.connect import open_target
+
+    default = variant_host(Project(env), variant) or "local"
+    (chosen,) = select_hosts(env, host, None, default=default)
+    with open_target(chosen) as target:
+        yield from log_stream(target, chosen, variant, follow=follow, lines=lines)
