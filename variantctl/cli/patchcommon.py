@@ -49,12 +49,12 @@ def render_per_host(
 ) -> int:
     """Print each host's result (a header per host with ``--hosts``); the worst exit code.
 
-    A host that failed is reported by the one per-host error path (cli.hostresults).
+    A host that failed is reported by the one per-host error path
+    (render/hosts.host_error_blocks).
     """
-    from rich.rule import Rule
-
-    from variantctl.cli.hostresults import print_host_error, worst_exit_code
+    from variantctl.cli.hostresults import worst_exit_code
     from variantctl.cli.output import emit, print_json
+    from variantctl.render.hosts import per_host_blocks
 
     if not multi:
         value = runs[0].value
@@ -64,7 +64,6 @@ def render_per_host(
         else:
             emit(env, render(value))
         return exit_code(value)
-    codes: list[int] = []
     if as_json:
         # one result per host, each the object the single-host command prints
         print_json(env, {"hosts": [
@@ -72,15 +71,13 @@ def render_per_host(
              "error": r.error.to_json() if r.error else None}
             for r in runs
         ]})
-    for r in runs:
-        if not as_json:
-            emit(env, [Block(Rule(f"host {r.host}", align="left"))])
-        if r.error is not None:
-            print_host_error(env, r.host, r.error)
-            codes.append(r.error.exit_code)
-            continue
-        assert r.value is not None
-        if not as_json:
-            emit(env, render(r.value))
-        codes.append(exit_code(r.value))
-    return worst_exit_code(codes)
+    emit(env, per_host_blocks([(r.host, r.value, r.error) for r in runs], render,
+                              results=not as_json))
+    return worst_exit_code(_code(r, exit_code) for r in runs)
+
+
+def _code(run: HostRun[R], exit_code: Callable[[R], int]) -> int:
+    if run.error is not None:
+        return run.error.exit_code
+    assert run.value is not None
+    return exit_code(run.value)

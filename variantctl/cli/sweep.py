@@ -35,7 +35,7 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
     from variantctl.cli.output import emit, print_json
     from variantctl.cli.sweepprogress import ProgressPrinter
     from variantctl.project.loaded import Project
-    from variantctl.render.sweep import host_error_blocks, plan_blocks, plan_json, result_blocks
+    from variantctl.render import sweep as view
     from variantctl.sweeps.plan import Plan
     from variantctl.usecases.sweep import SweepRequest, plan_sweep, run_sweep
 
@@ -45,24 +45,21 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
     if dry_run:
         plan = plan_sweep(project, req)
         if as_json:
-            print_json(env, {"plan": plan_json(plan), "dry_run": True})
+            print_json(env, {"plan": view.plan_json(plan), "dry_run": True})
         else:
-            emit(env, plan_blocks(plan, dry_run=True))
+            emit(env, view.plan_blocks(plan, dry_run=True))
         return
 
     def start(plan: Plan) -> ProgressPrinter:
         if not as_json:
-            emit(env, plan_blocks(plan, dry_run=False))
+            emit(env, view.plan_blocks(plan, dry_run=False))
         return ProgressPrinter(env, plan, env.clock)
 
     out = run_sweep(project, req, start)
     if as_json:
-        print_json(env, {"sweep": name, "state_file": str(out.path),
-                         "status": out.doc.status,
-                         "points": [p.to_json() for p in out.doc.points],
-                         "host_errors": {h: e.to_json() for h, e in out.host_errors.items()}})
+        print_json(env, view.run_json(out.doc, out.path, out.host_errors))
     else:
-        emit(env, result_blocks(out.doc, str(out.path)))
-        emit(env, host_error_blocks(sorted(out.host_errors.items())))
+        emit(env, view.result_blocks(out.doc, str(out.path)))
+        emit(env, view.host_error_blocks(sorted(out.host_errors.items())))
     if out.exit_code:
         finish(out.exit_code)

@@ -1,19 +1,23 @@
-"""``hosts``, ``hosts check`` and ``locate`` output (returns, never prints)."""
+"""``hosts``, ``hosts check`` and ``locate`` output, and a failed host's error lines
+(returns, never prints)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from variantctl.jsontypes import JsonObject
-from variantctl.render.output import Block
+from variantctl.render.output import Block, error_lines
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from variantctl.errors import VariantctlError
     from variantctl.hostmodel import Host
     from variantctl.targets.hostcheck import HostCheck
     from variantctl.targets.locate import Located
+
+R = TypeVar("R")
 
 
 def host_rows(known: Mapping[str, Host]) -> list[JsonObject]:
@@ -66,4 +70,34 @@ def located_blocks(found: Located) -> list[Block]:
     if found.imported:
         out.append(text(f"   (* = imported; {len(found.copies)} cop"
                         f"{'y' if len(found.copies) == 1 else 'ies'} on the path)"))
+    return out
+
+
+def host_error_blocks(host: str, error: VariantctlError) -> list[Block]:
+    """``error: HOST: …`` (and its ``hint:``) for a host that failed.
+
+    As in TargetError, a remote host is named first and the local machine is not (its
+    errors name the file). Most remote errors already start with the name; the others
+    (a ledger refused on that host, say) get it, so no line leaves the host to guess.
+    """
+    message = error.message
+    if host != "local" and not message.startswith(f"{host}: "):
+        message = f"{host}: {message}"
+    return error_lines(message, error.hint)
+
+
+def per_host_blocks(runs: Sequence[tuple[str, R | None, VariantctlError | None]],
+                    render: Callable[[R], list[Block]], *, results: bool) -> list[Block]:
+    """``--hosts``: per host a header and its result (``results``: not under --json),
+    or its error (always, on stderr)."""
+    from rich.rule import Rule
+
+    out: list[Block] = []
+    for host, value, error in runs:
+        if results:
+            out.append(Block(Rule(f"host {host}", align="left")))
+        if error is not None:
+            out += host_error_blocks(host, error)
+        elif value is not None and results:
+            out += render(value)
     return out

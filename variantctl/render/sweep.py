@@ -4,7 +4,8 @@ prints)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from variantctl.errors import VariantctlError
@@ -164,3 +165,11 @@ def host_error_blocks(errors: Sequence[tuple[str, VariantctlError]]) -> list[Blo
     for host, exc in errors:
         out += error_lines(f"{host}: {exc.message}", exc.hint)
     return out
+
+
+def run_json(doc: SweepDoc, path: Path, host_errors: Mapping[str, VariantctlError]
+             ) -> JsonObject:
+    """``sweep --json``: the final state's points, where it is, the hosts' errors."""
+    return {"sweep": doc.sweep, "state_file": str(path), "status": doc.status,
+            "points": [p.to_json() for p in doc.points],
+            "host_errors": {h: e.to_json() for h, e in host_errors.items()}}

@@ -63,6 +63,20 @@ class BenchUI(Protocol):
     def error(self, variant: str, exc: VariantctlError) -> None: ...
 
 
+def check_prompt(prompt: str) -> None:
+    """``--prompt``: a dataset that loads, a file that exists, or a built-in set; an
+    error naming it otherwise (before any server is reached)."""
+    from variantctl.bench import datasets
+
+    spec = datasets.parse_spec(prompt)
+    if spec is not None:
+        datasets.load(spec)
+    elif prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
+        raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random, a file or "
+                              "sharegpt:|jsonl:|trace:FILE",
+                              hint="a FILE holds one prompt per line or a JSON list")
+
+
 def run_bench(project: Project, req: BenchRequest, ui: BenchUI) -> BenchReport:
     """Measure every target one after another; a single variant's error is raised."""
     started_at = project.env.now().isoformat()
