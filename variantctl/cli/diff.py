@@ -15,13 +15,9 @@ from variantctl.env import Environment
 @pass_env
 def diff(env: Environment, a: str, b: str, fmt: str) -> None:
     """Show what changes from variant A to variant B."""
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.diff import diff_variants
-    from variantctl.variants.resolve import resolve
+    from variantctl.usecases.variants import variant_changes
 
-    catalog = load_catalog(env.variants_dir)
-    va, vb = resolve(catalog, a), resolve(catalog, b)
-    changes = diff_variants(va, vb)
+    changes = variant_changes(env, a, b)
     if fmt == "json":
         from variantctl.cli.output import print_json
 

@@ -15,12 +15,9 @@ from variantctl.env import Environment
 @pass_env
 def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     """Show the resolved variant NAME (after inheritance)."""
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.resolve import resolve
+    from variantctl.usecases.variants import show_variant
 
-    catalog = load_catalog(env.variants_dir)
-    v = resolve(catalog, name)
-    host = catalog.hosts.get(v.host)
+    v, host = show_variant(env, name)
     if as_json:
         from variantctl.cli.output import print_json
 

@@ -1,4 +1,6 @@
-"""``list``: every variant of the catalog with what it changes from its parent."""
+"""``list``, ``show``, ``diff`` and ``render``: the variant catalog read and resolved
+(every variant with what it changes from its parent, one variant and its host, the
+changes between two)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from typing import TYPE_CHECKING
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
+    from variantctl.hostmodel import Host
+    from variantctl.variants.diff import Change
     from variantctl.variants.model import ResolvedVariant
 
 
@@ -39,3 +43,37 @@ def list_variants(env: Environment, tags: tuple[str, ...]) -> list[VariantRow]:
             changes = [f"(base) {n} flag{'' if n == 1 else 's'} on {v.host}"]
         rows.append(VariantRow(name, v, tuple(changes)))
     return rows
+
+
+def show_variant(env: Environment, name: str) -> tuple[ResolvedVariant, Host | None]:
+    """Variant ``name`` resolved, and its host (None when the catalog has none of that
+    name: the pre-flight reports it)."""
+    from variantctl.config.variants import load_catalog
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(env.variants_dir)
+    v = resolve(catalog, name)
+    return v, catalog.hosts.get(v.host)
+
+
+def placed_variant(env: Environment, name: str, host: str | None, port: int | None
+                   ) -> tuple[ResolvedVariant, Host]:
+    """Variant ``name`` resolved on ``host``/``port`` (default: its own), and that host
+    (an error naming it when the catalog has none)."""
+    from variantctl.config.hosts import get_host
+    from variantctl.config.variants import load_catalog
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(env.variants_dir)
+    v = resolve(catalog, name, host=host, port=port)
+    return v, get_host(catalog.hosts, v.host)
+
+
+def variant_changes(env: Environment, a: str, b: str) -> list[Change]:
+    """What changes from variant ``a`` to variant ``b``, grouped."""
+    from variantctl.config.variants import load_catalog
+    from variantctl.variants.diff import diff_variants
+    from variantctl.variants.resolve import resolve
+
+    catalog = load_catalog(env.variants_dir)
+    return diff_variants(resolve(catalog, a), resolve(catalog, b))
