@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from variantctl.cli.classify_support import read_log  # noqa: E402
 from variantctl.config.catalog import default_catalog  # noqa: E402
 from variantctl.logs.classify import classify_text  # noqa: E402
+from variantctl.usecases.classify import read_log  # noqa: E402
 
 LISTED = {
     "startup-ok", "batched-tokens-below-model-len", "xformers-multistep-unsupported",

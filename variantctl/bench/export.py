@@ -18,12 +18,12 @@ was sent (``temperature``) and why it matters (``variantctl_note``); pass
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
 from variantctl.bench.metrics import stats
-from variantctl.bench.model import LevelResult, Stats
+from variantctl.bench.model import BenchResult, LevelResult, Stats
 from variantctl.benchparams import BenchParams
 from variantctl.jsontypes import JsonObject
 
@@ -114,3 +114,30 @@ def export_paths(path: Path, levels: Sequence[LevelResult]) -> list[Path]:
                else f"-c{lv.concurrency}") + (f"-r{lv.repeat + 1}" if repeats else "")
         out.append(path.with_name(path.stem + tag + suffix))
     return out
+
+
+def write_exports(results: Sequence[tuple[str, BenchResult]], base: Path,
+                  on_written: Callable[[Path], None]) -> None:
+    """``--export-vllm FILE``: vLLM's result JSON; one level = FILE, a ladder = one file
+    per level (``FILE-c<C>``), several variants = ``FILE-<variant>[-c<C>]``; each path
+    written goes to ``on_written``. An OSError is one error naming the file (exit 1)."""
+    import json
+
+    from variantctl.errors import VariantctlError
+    from variantctl.exitcodes import ExitCode
+    from variantctl.runs.store import write_local_atomic
+
+    several = len(results) > 1
+    for label, result in results:
+        levels = result.levels
+        own = base.with_name(f"{base.stem}-{label}{base.suffix or '.json'}") if several else base
+        for path, level in zip(export_paths(own, levels), levels, strict=True):
+            data = vllm_result(level, result.params, model=result.target.model or "")
+            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_local_atomic(path, text.encode())
+            except OSError as exc:
+                raise VariantctlError(f"--export-vllm {path}: {exc.strerror or exc}",
+                                      exit_code=ExitCode.FAILED) from None
+            on_written(path)

@@ -4,15 +4,15 @@ EFFECTFUL (through the Target, so local and SSH hosts are alike):
 
 - :func:`profile_dir` / :func:`server_profile_dir` — where a variant's server
   writes its profile files, and whether a running server was started with
-  ``VARIANTCTL_PROFILE`` (the relaunch itself is ``cli/profileflow.py``'s: it
-  loads the variant catalog, which only the CLI layer does);
+  ``VARIANTCTL_PROFILE`` (the relaunch itself is ``usecases/profiled.py``'s: it
+  loads the variant catalog, which only a use case does);
 - :class:`Collector` — before each level remembers how far every
   ``prof-<pid>.jsonl`` file in that directory goes; after the level waits for the
   recorder's periodic flush and reads only what was appended, so each level gets
   exactly its own events (no clock comparison between this machine and the host);
-- :func:`finish` — the per-level breakdowns (:mod:`variantctl.bench.profiledata`),
-  the raw events as ``profile-<stamp>.json`` in the launch's run record, and the
-  Chrome trace when asked for.
+- :func:`summaries` — the per-level breakdowns (:mod:`variantctl.bench.profiledata`);
+  the raw events are recorded as ``profile-<stamp>.json`` in the launch's run by
+  :func:`variantctl.bench.step.record_profile`, and the Chrome trace written when asked for.
 
 The instrumentation itself is a patchset (``profile-decode-v1``,
 ``profile-decode-v0``): without it applied on the host, the directory stays
@@ -27,7 +27,6 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,22 +168,6 @@ def trace_from_document(doc: dict[str, Any]) -> JsonObject:  # doc: a stored fil
     """The Chrome trace of a stored ``profile-*.json``."""
     return chrome_trace([(lv["label"], [Event.from_json(e) for e in lv["events"]])
                          for lv in doc.get("levels", [])])
-
-
-def store(collector: Collector, record: ServerRecord, variant: str, when: datetime, *,
-          runs_root: Path) -> Path | None:
-    """``profile-<stamp>.json`` in the launch's run directory, listed in its run.json (None
-    when it has none here, or when the launch is another project's: never written
-    through)."""
-    from variantctl.launch.servers import foreign_owner
-    from variantctl.runs.store import RunStore
-
-    if (not record.run_dir or not Path(record.run_dir).is_dir()
-            or foreign_owner(record, runs_root)):
-        return None
-    run_dir = Path(record.run_dir)
-    doc = raw_document(collector, variant, when.isoformat())
-    return RunStore(run_dir.parent).attach_profile(run_dir, doc, when)
 
 
 def write_trace(collector: Collector, path: Path) -> None:

@@ -16,7 +16,7 @@ and the exit code):
   runs it with :class:`ColdLevels`; a sweep runs the very same ladder with its own
   hooks built on :class:`ColdLevels` (sweeps/executor.py), so a number from either
   means the same thing;
-- :func:`store_result` — ``bench-<stamp>.json`` in the launch's archived run.
+- storing the result is :mod:`variantctl.bench.step`'s (the one measure-and-record step).
 
 Ctrl-C stops the level in progress (the runner returns what finished, marked
 partial) and ends the ladder; a second Ctrl-C aborts at once.
@@ -34,7 +34,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -519,19 +518,3 @@ def _restore_sigint(loop: asyncio.AbstractEventLoop) -> None:
     if threading.current_thread() is threading.main_thread():
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
-
-
-def store_result(outcome: RunOutcome, record: ServerRecord | None, when: datetime, *,
-                 runs_root: Path) -> Path | None:
-    """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json (None
-    without one, or when the launch is another project's: never written through)."""
-    from variantctl.launch.servers import foreign_owner
-    from variantctl.runs.store import RunStore
-
-    if record is None or not record.run_dir or foreign_owner(record, runs_root):
-        return None
-    run_dir = Path(record.run_dir)
-    if not run_dir.is_dir():
-        return None
-    death = None if outcome.death is None else outcome.death.to_json()
-    return RunStore(run_dir.parent).attach_benchmark(run_dir, outcome.result, when, death=death)

@@ -10,19 +10,16 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Sequence
-from contextvars import ContextVar
 from importlib import import_module
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from variantctl import __version__
+from variantctl.cli.failure import JSON_OUTPUT, json_requested, print_json_error, report_error
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
-from variantctl.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from variantctl.env import Environment
@@ -32,8 +29,6 @@ if TYPE_CHECKING:
 #: because the error that ends a command is printed by :func:`run` after click has
 #: let go of the context (and, in a real process, of the Environment it built). Here,
 #: not in cli.common, so that ``variantctl --help`` imports no more than before.
-JSON_OUTPUT: ContextVar[bool] = ContextVar("variantctl_json_output", default=False)
-
 # name -> (module, attribute, one-line help). The help is duplicated here on
 # purpose: listing commands must not import them.
 COMMANDS: dict[str, tuple[str, str, str]] = {}
@@ -152,7 +147,7 @@ def _run(argv: list[str], env: Environment | None) -> int:
             # the message of click's own `Error: …` line; a usage error for exit 2
             from variantctl.errors import KIND_BY_EXIT_CODE
 
-            _print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
+            print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
                                     "message": exc.format_message(), "hint": None,
                                     "where": None})
         if env is None:
@@ -186,52 +181,3 @@ def main() -> None:
 def finish(code: int) -> NoReturn:
     """End a command with an exit code (works in-process and as a console script)."""
     raise click.exceptions.Exit(int(code))
-
-
-def _echo_err(env: Environment | None, text: str) -> None:
-    if env is None:
-        click.echo(text, err=True)
-    else:
-        # soft_wrap: an error stays one line however narrow the terminal (a long path
-        # must not break it for `grep '^error:'`); the terminal folds it for the eye
-        env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-def _print_json_error(env: Environment | None, error: JsonObject) -> None:
-    from variantctl.render.output import json_text
-
-    text = json_text({"error": error})
-    if env is None:
-        click.echo(text)
-    else:
-        env.stdout.file.write(text + "\n")
-        env.stdout.file.flush()
-
-
-def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
-    """Print an error that ends a command; return its exit code.
-
-    Always ``error: …`` (and ``hint: …``) on stderr for the person; with ``--json``
-    also ``{"error": {"kind", "message", "hint", "where"}}`` on stdout for the script
-    (the only JSON document the command prints).
-    """
-    if JSON_OUTPUT.get():
-        _print_json_error(env, exc.to_json())
-    from variantctl.logs.bounded import visible_lines
-
-    # a message may quote a server or a log (an error body, a model id): filtered
-    _echo_err(env, f"error: {visible_lines(exc.message)}")
-    if exc.hint:
-        _echo_err(env, f"hint: {visible_lines(exc.hint)}")
-    return exc.exit_code
-
-
-def json_requested(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` asks for JSON, for usage errors click raises before any callback.
-
-    Words after ``--`` are arguments (a log file may be called ``--json``).
-    """
-    words = list(argv[: argv.index("--")] if "--" in argv else argv)
-    if "--json" in words or "--format=json" in words:
-        return True
-    return any(a == "--format" and b == "json" for a, b in pairwise(words))

@@ -5,13 +5,7 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import (
-    load,
-    render_per_host,
-    root_options,
-    roots_for,
-    run_per_host,
-)
+from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
 
 
@@ -28,21 +22,11 @@ def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
           as_json: bool) -> None:
     """Apply patchset NAME to every root, as one transaction (backups, ledger, lock)."""
     from variantctl.cli import finish
-    from variantctl.targets.patchrun import execute_apply
-
-    ps = load(env, name)
-    if backup_template is not None:
-        from variantctl.config.patchsets import _template_problem
-        from variantctl.errors import VariantctlError
-
-        problem = _template_problem(backup_template, ps.modules)
-        if problem:
-            raise VariantctlError(f"--backup-template: {problem}")
     from variantctl.render.patching import report_blocks
+    from variantctl.usecases.patching import PatchRequest, apply_patchset
 
-    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_apply(
-        target, roots_for(env, host, target, ps, roots), ps,
-        now=env.now(), dry_run=dry_run, backup_template=backup_template))
+    runs = apply_patchset(env, PatchRequest(name, host_name, hosts_csv, roots),
+                          dry_run=dry_run, backup_template=backup_template)
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: r.to_json(),
                            render=lambda r: report_blocks(env.cwd, r),

@@ -137,15 +137,9 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
         raise VariantctlError("--profile-trace needs --profile")
     if max_repeat is not None and until_ci is None:
         raise VariantctlError("--max-repeat needs --until-ci (--repeat N runs exactly N)")
-    from variantctl.bench import datasets
+    from variantctl.usecases.bench import check_prompt
 
-    spec = datasets.parse_spec(prompt)
-    if spec is not None:
-        datasets.load(spec)  # bad input is refused before any server is reached
-    elif prompt not in ("short", "tools", "random") and not Path(prompt).is_file():
-        raise VariantctlError(f"--prompt {prompt!r}: not short, tools, random, a file or "
-                              "sharegpt:|jsonl:|trace:FILE",
-                              hint="a FILE holds one prompt per line or a JSON list")
+    check_prompt(prompt)  # bad input is refused before any server is reached
     rate, ladder = parse_rates(request_rate)
     if search == "concurrency" and concurrency is not None:
         raise VariantctlError("--search concurrency chooses the concurrency: no --concurrency",
@@ -167,9 +161,10 @@ def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: st
         until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,
     )
     from variantctl.cli.benchflow import run_bench
+    from variantctl.usecases.bench import BenchRequest
 
-    code = run_bench(env, params, variants=variants, host=host, url=url, as_json=as_json,
-                     export=export_vllm, store=not no_store, profile=profile,
-                     profile_trace=profile_trace)
+    req = BenchRequest(params, variants=variants, host=host, url=url, store=not no_store,
+                       profile=profile, profile_trace=profile_trace)
+    code = run_bench(env, req, as_json=as_json, export=export_vllm)
     if code:
         finish(code)

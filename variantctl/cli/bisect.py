@@ -1,10 +1,12 @@
 """``variantctl bisect RUN_A RUN_B [--dry-run] [--resume] [--include-predicted]``.
 
-Thin: the options; the flow is :mod:`variantctl.cli.bisectflow`, the rounds and the
-decision :mod:`variantctl.sweeps.bisect`.
+Thin: the options, one call to :mod:`variantctl.usecases.bisect` (the rounds and the
+decision are :mod:`variantctl.sweeps.bisect`), the output, the exit code.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import click
 
@@ -33,9 +35,34 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
     on their host (a sweep under the hood). RUN_A and RUN_B are run ids or unique
     prefixes."""
     from variantctl.cli import finish
-    from variantctl.cli.bisectflow import run_bisect
+    from variantctl.cli.output import emit, print_json
+    from variantctl.cli.sweepprogress import ProgressPrinter
+    from variantctl.exitcodes import ExitCode
+    from variantctl.project.loaded import Project
+    from variantctl.render.bisect import bisect_blocks, bisect_json, dry_run_blocks, dry_run_json
+    from variantctl.render.sweep import plan_blocks
+    from variantctl.sweeps.plan import Plan
+    from variantctl.usecases.bisect import BisectRequest, plan_bisect, run_bisect
 
-    code = run_bisect(env, run_a, run_b, dry_run=dry_run, resume=resume,
-                      include_predicted=include_predicted, grace=grace, as_json=as_json)
-    if code:
-        finish(code)
+    req = BisectRequest(run_a, run_b, resume=resume, include_predicted=include_predicted,
+                        grace=grace)
+    project = Project(env)
+    if dry_run:
+        p = plan_bisect(project, req)
+        if as_json:
+            print_json(env, dry_run_json(p))
+        else:
+            emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most))
+        return
+
+    def start(plan: Plan) -> ProgressPrinter:
+        emit(env, [replace(b, err=True) for b in plan_blocks(plan, dry_run=False)])
+        return ProgressPrinter(env, plan, env.clock)
+
+    result = run_bisect(project, req, start)
+    if as_json:
+        print_json(env, bisect_json(result))
+    else:
+        emit(env, bisect_blocks(result))
+    if result.found is None:
+        finish(ExitCode.FAILED)

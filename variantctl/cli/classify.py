@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
+from variantctl.exitcodes import ExitCode
+from variantctl.logs.expect import Mismatch
+from variantctl.logs.result import Result
+
+#: exit code per verdict kind; with several logs the most severe (first in this order) wins
+KIND_EXIT = {
+    "failed": ExitCode.FAILED,
+    "hang": ExitCode.HANG,
+    "unknown": ExitCode.UNKNOWN,
+    "warning": ExitCode.OK,
+    "ok": ExitCode.OK,
+}
+_SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
 
 
 @click.command("classify")
@@ -37,41 +51,27 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
     With --suggest: 0 (the suggestion is printed instead of the verdict).
     """
     from variantctl.cli import finish
-    from variantctl.cli.classify_support import (
-        exit_code,
-        load_expectations,
-        read_log,
-        read_warnings,
-        suggestion_yaml,
-    )
     from variantctl.cli.output import emit, print_json
     from variantctl.logs.bounded import visible
-    from variantctl.logs.classify import classify_text
-    from variantctl.logs.expect import check_log
     from variantctl.project.loaded import Project
     from variantctl.render.classify import result_blocks, results_json
+    from variantctl.usecases.classify import ClassifyRequest, classify_logs
+
+    def warn(text: str) -> None:
+        env.stderr.print(f"warning: {visible(text)}", markup=False, highlight=False)
 
     # the project's signatures/ and the --signatures directories (VARIANTCTL_SIGNATURES
     # when none is given): the catalog launch, watch, bench and sweep diagnose with too
     project = Project(env, sig_dirs or None)
-    catalog = project.signatures
-    wanted = load_expectations(project, expect) if expect else None
-    results = []
-    for path in logs:
-        text, stats = read_log(env.cwd / path, str(path))
-        for warning in read_warnings(str(path), stats):
-            env.stderr.print(f"warning: {visible(warning)}", markup=False, highlight=False)
-        result = classify_text(text, catalog, exited=exited)
-        mismatches = []
-        if wanted:
-            mismatches = check_log(result, *wanted)
-        results.append((str(path), result, mismatches))
-        if suggest:
-            # YAML escapes control characters in the values it quotes
-            env.stdout.print(suggestion_yaml(str(path), text, result, catalog),
-                             markup=False, highlight=False, end="", soft_wrap=True)
+    req = ClassifyRequest(logs, expect=expect, suggest=suggest, exited=exited)
+    done = classify_logs(project, req, env.cwd, warn)
     if suggest:
+        for c in done:
+            # YAML escapes control characters in the values it quotes
+            env.stdout.print(c.suggestion, markup=False, highlight=False, end="",
+                             soft_wrap=True)
         return
+    results = [(c.display, c.result, list(c.mismatches)) for c in done]
     if as_json:
         print_json(env, results_json(results, expect))
     else:
@@ -79,3 +79,14 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
     code = exit_code(results)
     if code:
         finish(code)
+
+
+def exit_code(results: Sequence[tuple[str, Result, Sequence[Mismatch]]]) -> int:
+    """The most severe verdict's exit code; expectation mismatches count as a failure."""
+    if not results:
+        return ExitCode.OK
+    worst = min(results, key=lambda r: _SEVERITY.index(r[1].kind))[1].kind
+    code = int(KIND_EXIT[worst])
+    if code == ExitCode.OK and any(m for _, _, m in results):
+        return int(ExitCode.FAILED)
+    return code

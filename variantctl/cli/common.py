@@ -8,7 +8,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from variantctl.cli import JSON_OUTPUT
+from variantctl.cli.failure import JSON_OUTPUT
 from variantctl.env import Environment
 
 F = TypeVar("F", bound=Callable[..., Any])

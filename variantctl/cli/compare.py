@@ -20,20 +20,10 @@ def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
     and environment, engine facts and benchmark parameters (ports and addresses apart).
     RUN_A and RUN_B are run ids or unique prefixes."""
     from variantctl.cli.output import emit, print_json
-    from variantctl.jsonfields import StoredFileError
     from variantctl.render.compare import comparison_blocks, comparison_json
-    from variantctl.report.compare import compare as compare_runs
-    from variantctl.report.load import load_run
-    from variantctl.runs.store import RunStore
+    from variantctl.usecases.runs import compare_runs
 
-    store = RunStore(env.runs_dir)
-    a, b = load_run(store, run_a), load_run(store, run_b)
-    for run in (a, b):
-        if run.unreadable:  # a comparison without its numbers would mislead
-            raise StoredFileError(f"{run.unreadable[0]}",
-                                  hint=f"run {run.run_id}'s benchmark file is damaged; "
-                                       "compare needs every one it lists")
-    result = compare_runs(a, b)
+    result = compare_runs(env, run_a, run_b)
     if as_json:
         print_json(env, comparison_json(result))
         return

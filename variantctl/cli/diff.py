@@ -15,13 +15,9 @@ from variantctl.env import Environment
 @pass_env
 def diff(env: Environment, a: str, b: str, fmt: str) -> None:
     """Show what changes from variant A to variant B."""
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.diff import diff_variants, format_value
-    from variantctl.variants.resolve import resolve
+    from variantctl.usecases.variants import variant_changes
 
-    catalog = load_catalog(env.variants_dir)
-    va, vb = resolve(catalog, a), resolve(catalog, b)
-    changes = diff_variants(va, vb)
+    changes = variant_changes(env, a, b)
     if fmt == "json":
         from variantctl.cli.output import print_json
 
@@ -31,16 +27,6 @@ def diff(env: Environment, a: str, b: str, fmt: str) -> None:
         env.stdout.print(f"{a} and {b} run the same server (no differences)",
                          markup=False, highlight=False)
         return
-    from rich.table import Table
-    from rich.text import Text
+    from variantctl.render.variant import diff_table
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("", "SETTING", a, "", b):
-        table.add_column(col, overflow="fold")
-    last = None
-    for c in changes:
-        group = c.group if c.group != last else ""
-        last = c.group
-        table.add_row(Text(group), Text(c.label), Text(format_value(c.old)), Text("→"),
-                      Text(format_value(c.new)))
-    env.stdout.print(table)
+    env.stdout.print(diff_table(a, b, changes))

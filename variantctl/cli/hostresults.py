@@ -13,7 +13,6 @@ from collections.abc import Iterable
 
 from variantctl.env import Environment
 from variantctl.errors import VariantctlError
-from variantctl.render.output import Block, error_lines
 
 # Worst last. A host we could not use at all (4) outranks bad input (2), which
 # outranks a failed operation (1), which outranks a conflict (3): the code should
@@ -27,22 +26,10 @@ def worst_exit_code(codes: Iterable[int]) -> int:
     return max(codes, key=lambda c: _RANK.get(c, len(_RANK)), default=0)
 
 
-def host_error_blocks(host: str, error: VariantctlError) -> list[Block]:
-    """``error: HOST: …`` (and its ``hint:``) for a host that failed.
-
-    As in TargetError, a remote host is named first and the local machine is not (its
-    errors name the file). Most remote errors already start with the name; the others
-    (a ledger refused on that host, say) get it, so no line leaves the host to guess.
-    """
-    message = error.message
-    if host != "local" and not message.startswith(f"{host}: "):
-        message = f"{host}: {message}"
-    return error_lines(message, error.hint)
-
-
 def print_host_error(env: Environment, host: str, error: VariantctlError) -> None:
     """Print one host's error (stderr)."""
     from variantctl.cli.output import emit
+    from variantctl.render.hosts import host_error_blocks
 
     emit(env, host_error_blocks(host, error))
 

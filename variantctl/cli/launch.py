@@ -26,19 +26,16 @@ def launch(env: Environment, variant: str, host: str | None, port: int | None,
     """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.launch.core import LaunchOptions, launch_variant
+    from variantctl.launch.core import LaunchOptions
     from variantctl.launch.ui import ConsoleUI
-    from variantctl.project.context import prepare
     from variantctl.project.loaded import Project
-    from variantctl.targets.connect import open_target
+    from variantctl.usecases.servers import LaunchRequest, launch
 
-    resolved, target_host, ctx = prepare(Project(env), variant, host=host, port=port)
     opts = LaunchOptions(apply_patches=apply_patches, force=force, replace=replace,
                          wait=not no_wait, timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)
     try:
-        with open_target(target_host) as target:
-            result = launch_variant(target, target_host, resolved, opts, ctx, ui)
+        result = launch(Project(env), LaunchRequest(variant, opts, host=host, port=port), ui)
     finally:
         ui.close()
     code = launch_exit_code(result)

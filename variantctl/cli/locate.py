@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
-
-if TYPE_CHECKING:
-    from variantctl.render.output import Block
-    from variantctl.targets.locate import Located
 
 
 @click.command("locate")
@@ -24,23 +18,15 @@ def locate(env: Environment, module: str, host: str | None, hosts_csv: str | Non
            as_json: bool) -> None:
     """List every copy of MODULE on the host Python's path with its sha256, and the one
     `import MODULE` would load (the seed's "confirm which path really runs")."""
-    import re
-
     from variantctl.cli import finish
     from variantctl.cli.hostresults import print_host_errors, worst_exit_code
     from variantctl.cli.output import emit, print_json
-    from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
-    from variantctl.project.selection import select_hosts
+    from variantctl.render.hosts import located_blocks
     from variantctl.render.output import text
-    from variantctl.targets.connect import on_hosts
-    from variantctl.targets.locate import locate as do_locate
+    from variantctl.usecases.hosts import locate_module
 
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", module):
-        raise VariantctlError(f"{module!r} is not a dotted module name",
-                              hint="e.g. vllm.engine.arg_utils")
-    chosen = select_hosts(env, host, hosts_csv)
-    outcomes = on_hosts(chosen, lambda h, t: do_locate(t, h, module))
+    outcomes = locate_module(env, module, host, hosts_csv)
     if as_json:
         print_json(env, {"results": [o.value.to_json() for o in outcomes if o.value],
                          "errors": [{"host": o.host.name, "error": o.error.to_json()}
@@ -61,17 +47,3 @@ def locate(env: Environment, module: str, host: str | None, hosts_csv: str | Non
     code = worst_exit_code(codes)
     if code:
         finish(code)
-
-
-def located_blocks(found: Located) -> list[Block]:
-    """A host's Python, then each copy of the module (``*`` marks the imported one)."""
-    from variantctl.render.output import text
-
-    out = [text(f"{found.host}: {found.python} (Python {found.version})")]
-    for c in found.copies:
-        mark = "*" if c.imported else " "
-        out.append(text(f" {mark} {c.path}  sha256:{c.sha256[:16]}  {c.size} bytes"))
-    if found.imported:
-        out.append(text(f"   (* = imported; {len(found.copies)} cop"
-                        f"{'y' if len(found.copies) == 1 else 'ies'} on the path)"))
-    return out

@@ -18,18 +18,13 @@ from variantctl.env import Environment
 def logs(env: Environment, variant: str, host: str | None, follow: bool,
          lines: int | None) -> None:
     """Print VARIANT's latest server log (from the running server or the last launch)."""
-    from variantctl.launch.logs import LogText, log_stream
-    from variantctl.project.loaded import Project
-    from variantctl.project.selection import select_hosts, variant_host
-    from variantctl.targets.connect import open_target
+    from variantctl.launch.logs import LogText
+    from variantctl.usecases.servers import server_log
 
-    default = variant_host(Project(env), variant) or "local"
-    (chosen,) = select_hosts(env, host, None, default=default)
     out = env.stdout.file
-    with open_target(chosen) as target:
-        for item in log_stream(target, chosen, variant, follow=follow, lines=lines):
-            if isinstance(item, LogText):
-                out.write(item.text)
-                out.flush()
-            else:
-                env.stderr.print(item.message, markup=False, highlight=False, soft_wrap=True)
+    for item in server_log(env, variant, host, follow=follow, lines=lines):
+        if isinstance(item, LogText):
+            out.write(item.text)
+            out.flush()
+        else:
+            env.stderr.print(item.message, markup=False, highlight=False, soft_wrap=True)

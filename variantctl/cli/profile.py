@@ -26,24 +26,11 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
     """Show the profile breakdown stored in RUN (an id or unique prefix)."""
     from variantctl.bench.profile import trace_from_document, write_trace_file
     from variantctl.cli.output import print_json
-    from variantctl.errors import NotFoundError
-    from variantctl.jsonfields import StoredFileError
     from variantctl.render.profile import breakdown_tables
-    from variantctl.runs.store import RunStore
+    from variantctl.usecases.runs import run_profile
 
-    store = RunStore(env.runs_dir)
-    d = store.find(run_id)
-    record = store.read(d.path)
-    if not record.profiles:
-        raise NotFoundError(f"run {d.run_id} has no profile (its run.json lists no "
-                            f"profile-*.json in {d.path})",
-                            hint=f"variantctl bench {d.variant} --profile collects one")
-    stored = []
-    for name in record.profiles:
-        try:
-            stored.append(store.read_profile(d.path, name))
-        except FileNotFoundError:
-            raise StoredFileError(f"{d.path / name}: missing (listed in run.json)") from None
+    got = run_profile(env, run_id)
+    stored = got.files
     levels = [{"file": p.name, "level": lv.label, **(lv.breakdown or {})}
               for p in stored for lv in p.levels]
     if trace is not None:
@@ -52,7 +39,7 @@ def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) ->
         env.stderr.print(f"Chrome trace written {trace}", markup=False, highlight=False,
                          soft_wrap=True)
     if as_json:
-        print_json(env, {"run_id": d.run_id, "levels": levels})
+        print_json(env, {"run_id": got.run_id, "levels": levels})
         return
-    for table in breakdown_tables(d.variant, levels):
+    for table in breakdown_tables(got.variant, levels):
         env.stdout.print(table)

@@ -18,16 +18,10 @@ def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> 
     from variantctl.cli import finish
     from variantctl.cli.hostresults import print_host_errors, worst_exit_code
     from variantctl.cli.output import emit, print_json
-    from variantctl.launch.launcher import launcher_for
-    from variantctl.launch.servers import layout_for, list_records
-    from variantctl.project.selection import select_hosts
     from variantctl.render.servers import ps_blocks, ps_json
-    from variantctl.targets.connect import on_hosts
+    from variantctl.usecases.servers import server_statuses
 
-    chosen = select_hosts(env, host, hosts)
-    outcomes = on_hosts(
-        chosen, lambda h, t: launcher_for(h).statuses(t, list_records(t, layout_for(t, h)))
-    )
+    outcomes = server_statuses(env, host, hosts)
     if as_json:
         print_json(env, ps_json(outcomes, env.now()))
     else:

@@ -18,19 +18,10 @@ from variantctl.env import Environment
 def render(env: Environment, name: str, fmt: str, host_name: str | None,
            port: int | None) -> None:
     """Render variant NAME as a POSIX shell script (every value quoted), argv or JSON."""
-    from variantctl.config.hosts import get_host
-    from variantctl.config.variants import load_catalog
-    from variantctl.variants.render import (
-        render_argv,
-        render_env,
-        render_log_path,
-        render_script,
-    )
-    from variantctl.variants.resolve import resolve
+    from variantctl.usecases.variants import placed_variant
+    from variantctl.variants.render import render_argv, render_env, render_log_path, render_script
 
-    catalog = load_catalog(env.variants_dir)
-    v = resolve(catalog, name, host=host_name, port=port)
-    host = get_host(catalog.hosts, v.host)
+    v, host = placed_variant(env, name, host_name, port)
     out = env.stdout.file
     if fmt == "sh":
         out.write(render_script(v, host))

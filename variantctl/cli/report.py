@@ -35,12 +35,9 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
     from variantctl.report.summary import summary_lines
-    from variantctl.report.write import gather, write_report
+    from variantctl.usecases.runs import make_report
 
-    project = Project(env)
-    data, name = gather(env, sources, title, signatures=project.signatures,
-                        hosts=project.hosts)
-    written = write_report(env, data, fmt, out, name)
+    data, written = make_report(Project(env), sources, fmt, out, title)
     summary = summary_lines(data)
     if as_json:
         print_json(env, {"report": str(written[0]), "files": [str(p) for p in written],

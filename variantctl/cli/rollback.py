@@ -5,13 +5,7 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import (
-    load,
-    render_per_host,
-    root_options,
-    roots_for,
-    run_per_host,
-)
+from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
 
 
@@ -28,14 +22,11 @@ def rollback(env: Environment, name: str, roots: tuple[str, ...], host_name: str
              hosts_csv: str | None, force: bool, dry_run: bool, as_json: bool) -> None:
     """Restore every root's copy from its backup, only if it is still what apply wrote."""
     from variantctl.cli import finish
-    from variantctl.targets.patchrun import execute_rollback
-
-    ps = load(env, name)
     from variantctl.render.patching import report_blocks
+    from variantctl.usecases.patching import PatchRequest, rollback_patchset
 
-    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: execute_rollback(
-        target, roots_for(env, host, target, ps, roots), ps,
-        now=env.now(), force=force, dry_run=dry_run))
+    runs = rollback_patchset(env, PatchRequest(name, host_name, hosts_csv, roots),
+                             force=force, dry_run=dry_run)
     code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: r.to_json(),
                            render=lambda r: report_blocks(env.cwd, r),

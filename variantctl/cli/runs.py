@@ -21,21 +21,16 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     from variantctl.cli.common import current_env
     from variantctl.cli.output import emit, print_json
     from variantctl.render.output import Block, text
-    from variantctl.render.runs import runs_table, summary_json
-    from variantctl.runs.store import RunStore
+    from variantctl.render.runs import runs_table
+    from variantctl.usecases.runs import list_runs
 
     env = current_env(ctx)
-    store = RunStore(env.runs_dir)
-    rows = [summary_json(d, rec) for d, rec in store.records()]
-    if variant is not None:
-        rows = [r for r in rows if r["variant"] == variant]
-    if verdict is not None:
-        rows = [r for r in rows if r.get("verdict") == verdict]
+    root, rows = list_runs(env, variant=variant, verdict=verdict)
     if as_json:
         print_json(env, {"runs": rows})
         return
     if not rows:
-        emit(env, [text(f"no runs in {store.root}", err=True)])
+        emit(env, [text(f"no runs in {root}", err=True)])
         return
     emit(env, [Block(runs_table(rows))])
 
@@ -49,11 +44,9 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
     from variantctl.cli.output import emit, print_json
     from variantctl.render.output import text
     from variantctl.render.runs import run_lines
-    from variantctl.runs.store import RunStore
+    from variantctl.usecases.runs import show_run
 
-    store = RunStore(env.runs_dir)
-    d = store.find(run_id)
-    rec = store.read(d.path)
+    d, rec = show_run(env, run_id)
     if as_json:
         print_json(env, {"run": {"dir": str(d.path), **rec.to_json()}})
         return

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.patchcommon import (
-    load,
-    render_per_host,
-    root_options,
-    roots_for,
-    run_per_host,
-)
+from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
-
-if TYPE_CHECKING:
-    from variantctl.patching.outcomes import RunReport
 
 
 @click.command()
@@ -37,8 +26,6 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     from variantctl.cli import finish
     from variantctl.cli.hostresults import worst_exit_code
     from variantctl.config.patchsets import patchset_names
-    from variantctl.targets.patchrun import execute_status
-    from variantctl.targets.statecache import JsonStateCache
 
     names = [name] if name else patchset_names(env.patchsets_dir)
     if not names:
@@ -46,31 +33,16 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
 
         raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
                             hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
-    patchsets = [load(env, n) for n in names]
-    cache = JsonStateCache(env.cache_dir / "patch-status.json")
     from variantctl.render.patching import status_blocks
+    from variantctl.usecases.patching import PatchRequest, absent, patch_status
 
-    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: [
-        execute_status(target, roots_for(env, host, target, ps, roots), ps, cache=cache)
-        for ps in patchsets
-    ])
-    cache.save()
+    runs = patch_status(env, PatchRequest(name or "", host_name, hosts_csv, roots), names)
     code = render_per_host(
         env, runs, multi=bool(hosts_csv), as_json=as_json,
         to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
         render=lambda reports: status_blocks(env.cwd, reports),
         exit_code=lambda reports: worst_exit_code(
-            r.exit_code for r in reports if name or not _absent(r)),
+            r.exit_code for r in reports if name or not absent(r)),
     )
     if code:
         finish(code)
-
-
-def _absent(report: RunReport) -> bool:
-    """One of the patchset's modules exists in no root: it is for another vLLM layout
-    (a module missing from only some roots is still a problem, and still counts)."""
-    from variantctl.patching.states import MISSING
-
-    modules = {f.module for f in report.files}
-    return any(all(f.state == MISSING for f in report.files if f.module == m)
-               for m in modules)

@@ -1,7 +1,7 @@
 """``variantctl sweep NAME [--dry-run] [--resume] [--hosts a,b] [--include-predicted]``.
 
-Thin: the options; the flow is :mod:`variantctl.cli.sweepflow`, the planning and the
-execution :mod:`variantctl.sweeps`.
+Thin: the options, one call to :mod:`variantctl.usecases.sweep` (the planning and the
+execution are :mod:`variantctl.sweeps`), the plan and the outcome printed, the exit code.
 """
 
 from __future__ import annotations
@@ -32,10 +32,34 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
           include_predicted: bool, grace: float, as_json: bool) -> None:
     """Run a sweep file's grid: plan, launch, bench and stop every point, resumable."""
     from variantctl.cli import finish
-    from variantctl.cli.sweepflow import run_sweep_command
+    from variantctl.cli.output import emit, print_json
+    from variantctl.cli.sweepprogress import ProgressPrinter
+    from variantctl.project.loaded import Project
+    from variantctl.render import sweep as view
+    from variantctl.sweeps.plan import Plan
+    from variantctl.usecases.sweep import SweepRequest, plan_sweep, run_sweep
 
-    code = run_sweep_command(env, name, dry_run=dry_run, resume=resume, hosts=hosts,
-                             include_predicted=include_predicted, grace=grace,
-                             as_json=as_json)
-    if code:
-        finish(code)
+    req = SweepRequest(name, dry_run=dry_run, resume=resume, hosts=hosts,
+                       include_predicted=include_predicted, grace=grace)
+    project = Project(env)
+    if dry_run:
+        plan = plan_sweep(project, req)
+        if as_json:
+            print_json(env, {"plan": view.plan_json(plan), "dry_run": True})
+        else:
+            emit(env, view.plan_blocks(plan, dry_run=True))
+        return
+
+    def start(plan: Plan) -> ProgressPrinter:
+        if not as_json:
+            emit(env, view.plan_blocks(plan, dry_run=False))
+        return ProgressPrinter(env, plan, env.clock)
+
+    out = run_sweep(project, req, start)
+    if as_json:
+        print_json(env, view.run_json(out.doc, out.path, out.host_errors))
+    else:
+        emit(env, view.result_blocks(out.doc, str(out.path)))
+        emit(env, view.host_error_blocks(sorted(out.host_errors.items())))
+    if out.exit_code:
+        finish(out.exit_code)

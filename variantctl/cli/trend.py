@@ -20,24 +20,10 @@ def trend(env: Environment, target: str, metric: str, as_json: bool) -> None:
     change beyond the noise between consecutive runs is flagged with what changed
     (patches, vLLM version, host facts, configuration)."""
     from variantctl.cli.output import emit, print_json
-    from variantctl.errors import NotFoundError
     from variantctl.render.trend import trend_blocks
-    from variantctl.report.load import load_run
-    from variantctl.report.trend import trend as make_trend
-    from variantctl.runs.run import RunRecord
-    from variantctl.runs.store import RunStore
+    from variantctl.usecases.runs import trend_of
 
-    store = RunStore(env.runs_dir)
-    ids = [d.run_id for d in store.of_key(target)]
-    if not ids:
-        ids = [d.run_id for d, rec in store.records()
-               if isinstance(rec, RunRecord) and rec.variant_name == target]
-    if not ids:
-        raise NotFoundError(f"no run of variant or configuration key {target!r} in "
-                            f"{store.root}",
-                            hint="variantctl runs lists the runs: VARIANT column, or the "
-                                 "10-hex key before the run id's '-N'")
-    result = make_trend([load_run(store, i) for i in ids], metric)
+    result = trend_of(env, target, metric)
     if as_json:
         print_json(env, {"trend": {"target": target, **result.to_json()}})
         return

@@ -19,18 +19,15 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.launch.core import LaunchOptions, watch_variant
+    from variantctl.launch.core import LaunchOptions
     from variantctl.launch.ui import ConsoleUI
-    from variantctl.project.context import prepare_watch
     from variantctl.project.loaded import Project
-    from variantctl.targets.connect import open_target
+    from variantctl.usecases.servers import LaunchRequest, launch
 
-    resolved, target_host, ctx = prepare_watch(Project(env), variant, host)
     opts = LaunchOptions(timeout=timeout, stall=stall, keep=keep, grace=grace)
     ui = ConsoleUI(env, as_json=as_json)
     try:
-        with open_target(target_host) as target:
-            result = watch_variant(target, target_host, variant, resolved, opts, ctx, ui)
+        result = launch(Project(env), LaunchRequest(variant, opts, host=host, attach=True), ui)
     finally:
         ui.close()
     code = launch_exit_code(result)

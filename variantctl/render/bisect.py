@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, text
 from variantctl.render.sweep import plan_blocks
 
 if TYPE_CHECKING:
-    from variantctl.cli.bisectflow import Bisection, BisectResult
     from variantctl.sweeps.bisect import Effect, Subset
     from variantctl.sweeps.plan import Plan
+    from variantctl.usecases.bisect import Bisection, BisectPlan, BisectResult
 
 
 def _head(bis: Bisection) -> str:
@@ -132,3 +133,15 @@ def bisect_json(result: BisectResult) -> dict[str, Any]:
             for s, m in result.measured.items()],
         "found": found, "reason": result.reason, "notes": list(bis.notes),
     }
+
+
+def dry_run_json(p: BisectPlan) -> JsonObject:
+    """``bisect --dry-run --json``: the runs, the settings, the strategy, the cost and
+    the first round's plan."""
+    from variantctl.render.sweep import plan_json
+
+    bis = p.bisection
+    return {"dry_run": True, "a": bis.a.run_id, "b": bis.b.run_id, "host": bis.host,
+            "strategy": bis.strategy, "settings": [s.to_json() for s in bis.settings],
+            "launches": {"first_round": p.first_launches, "at_most": p.at_most},
+            "notes": list(bis.notes), "plan": plan_json(p.plan)}

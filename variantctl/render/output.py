@@ -50,7 +50,7 @@ def rich_line(line: str, *, err: bool = False) -> Block:
 
 def error_lines(message: str, hint: str | None) -> list[Block]:
     """``error: …`` and ``hint: …`` on stderr: the one form of every error line."""
-    # as cli.report_error prints the error that ends a command (folded like it)
+    # as cli/failure.report_error prints the error that ends a command (folded like it)
     out = [Block(f"error: {visible_lines(message)}", err=True, markup=False, highlight=False)]
     if hint:
         out.append(Block(f"hint: {visible_lines(hint)}", err=True, markup=False,

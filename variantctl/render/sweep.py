@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from variantctl.errors import VariantctlError
 from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, error_lines, text
 from variantctl.sweeps.plan import Plan, PlannedPoint
+
+if TYPE_CHECKING:
+    from variantctl.runs.sweepstate import PointEntry, SweepDoc
 
 
 def duration(seconds: float | None) -> str:
@@ -91,56 +95,56 @@ def progress_line(host: str, i: int, n: int, point: PlannedPoint, phase: str, de
     return f"[{host} {i}/{n}] {point.name} {phase}{extra}{eta}"
 
 
-def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
+def result_blocks(doc: SweepDoc, path: str) -> list[Block]:
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    ranked = doc.get("rank") == "capacity"
+    ranked = doc.rank == "capacity"
     cols = ("#", "POINT", "HOST", "STATUS", "RUN", "READY S", "BENCH S",
             *(("CAPACITY",) if ranked else ()), "NOTE")
     for col in cols:
         table.add_column(col, no_wrap=col != "NOTE")
     notes: list[str] = []
-    points = list(doc.get("points", ()))
+    points = list(doc.points)
     if ranked:  # rank: capacity — the most capacity first, points without one last
         points.sort(key=lambda e: -(_capacity(e) or -math.inf))
     for e in points:
-        t = e.get("timings") or {}
-        note = e.get("message") or ""
-        if e.get("status") == "skipped" and e.get("skip"):
-            sk = e["skip"]
-            why = sk.get("run_id") or sk.get("rule") or ""
+        t = e.timings
+        note = e.message
+        sk = e.skip
+        if e.status == "skipped" and sk is not None:
+            why = sk.run_id or sk.rule or ""
             # a rule named after the signature it predicts is said once
-            note = (f"{sk['reason']}: {sk.get('signature') or ''} "
-                    f"{'' if why == sk.get('signature') else why}").strip()
-        elif e.get("signature") and e.get("status") != "measured":
-            note = f"{e['signature']}: {note}" if note else e["signature"]
-        if e.get("stopped_early"):
-            note = (note + "; " if note else "") + f"stopped: {e['stopped_early']['reason']}"
-        if e.get("resumed"):
+            note = (f"{sk.reason}: {sk.signature or ''} "
+                    f"{'' if why == sk.signature else why}").strip()
+        elif e.signature and e.status != "measured":
+            note = f"{e.signature}: {note}" if note else e.signature
+        if e.stopped_early is not None:
+            note = (note + "; " if note else "") + f"stopped: {e.stopped_early.reason}"
+        if e.resumed:
             note = (note + "; " if note else "") + "from an earlier run"
         if len(note) > _NOTE_CELL:
             # a failure's message would wrap into a narrow column, a word per line: the
             # cell names it, the whole message follows the table at full width
-            notes.append(visible(f"#{e['index']} {e['name']}: {note}"))
-            short = e.get("signature") or (e.get("skip") or {}).get("signature")
+            notes.append(visible(f"#{e.index} {e.name}: {note}"))
+            short = e.signature or (sk.signature if sk is not None else None)
             note = (short or note[:_NOTE_CELL].rsplit(" ", 1)[0] + " …") + " (below)"
-        cap = e.get("capacity") if isinstance(e.get("capacity"), dict) else None
+        cap = e.capacity
         best = _capacity(e)
-        cap_cell = ((f"{cap.get('mode')} {best:g}" if best is not None else "none")
-                    if cap else "-")
-        cells = (e["index"], e["name"], e["host"], e["status"], e.get("run_id") or "",
+        cap_cell = ((f"{cap.mode} {best:g}" if best is not None else "none")
+                    if cap is not None else "-")
+        cells = (e.index, e.name, e.host, e.status, e.run_id or "",
                  _num(t.get("time_to_ready_s")), _num(t.get("bench_s")),
                  *((cap_cell,) if ranked else ()), note)
         # read from the state file; notes quote servers' logs: text, filtered
         table.add_row(*(Text(visible(str(c))) for c in cells))
     counts: dict[str, int] = {}
-    for e in doc.get("points", ()):
-        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    for e in doc.points:
+        counts[e.status] = counts.get(e.status, 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     return [Block(table), *(Block(n, markup=False, highlight=False) for n in notes),
-            text(f"sweep {doc.get('sweep')} {doc.get('status')}: {summary}"),
+            text(f"sweep {doc.sweep} {doc.status}: {summary}"),
             text(f"state: {path}", err=True)]
 
 
@@ -148,10 +152,8 @@ def result_blocks(doc: Mapping[str, Any], path: str) -> list[Block]:
 _NOTE_CELL = 40
 
 
-def _capacity(entry: Mapping[str, Any]) -> float | None:
-    cap = entry.get("capacity")
-    best = cap.get("best_level") if isinstance(cap, dict) else None
-    return float(best) if isinstance(best, (int, float)) else None
+def _capacity(entry: PointEntry) -> float | None:
+    return entry.capacity.best_level if entry.capacity is not None else None
 
 
 def _num(value: object) -> str:
@@ -163,3 +165,11 @@ def host_error_blocks(errors: Sequence[tuple[str, VariantctlError]]) -> list[Blo
     for host, exc in errors:
         out += error_lines(f"{host}: {exc.message}", exc.hint)
     return out
+
+
+def run_json(doc: SweepDoc, path: Path, host_errors: Mapping[str, VariantctlError]
+             ) -> JsonObject:
+    """``sweep --json``: the final state's points, where it is, the hosts' errors."""
+    return {"sweep": doc.sweep, "state_file": str(path), "status": doc.status,
+            "points": [p.to_json() for p in doc.points],
+            "host_errors": {h: e.to_json() for h, e in host_errors.items()}}

@@ -1,12 +1,14 @@
-"""A sweep's state file (``runs/sweeps/NAME.json``, schema ``variantctl.sweep/1``, shape
-in docs/sweep.md "The state file") read back as one typed value, validated.
+"""A sweep's journal (``runs/sweeps/NAME.json``, schema ``variantctl.sweep/1``, shape
+in docs/sweep.md "The state file") as one typed value, and its one codec.
 
-Pure: the run store reads the bytes (:meth:`RunStore.read_sweep_state`); the sweep
-(``sweeps/state.py``, ``--resume``) and the report read this value, nothing parses
-the file by hand. Every field is optional except ``schema`` and ``points`` (early
-and hand-made state files have fewer), but a field that is there has its type: a
-damaged file is one :class:`~variantctl.jsonfields.StoredFileError` naming the file
-and the field (``points[2]: should be an object, got null``), exit 2.
+Pure: the run store reads and writes the bytes (:meth:`RunStore.read_sweep_state`,
+:meth:`RunStore.write_sweep_state`); the sweep (``sweeps/state.py``: every change is a
+new frozen entry made with :func:`dataclasses.replace`), ``--resume``, the sweep table,
+``bisect`` and the report read this value, nothing parses the file by hand. Every
+field is optional except ``schema`` and ``points`` (early and hand-made state files
+have fewer), but a field that is there has its type: a damaged file is one
+:class:`~variantctl.jsonfields.StoredFileError` naming the file and the field
+(``points[2]: should be an object, got null``), exit 2.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from types import MappingProxyType
 from typing import Any
 
 from variantctl.jsonfields import Fields
+from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.runs.run import ARTIFACT_NAME, thaw
 
 SWEEP_SCHEMA = "variantctl.sweep/1"
+#: the statuses of a point: planned (``pending``) or not run (``skipped``), running,
+#: and how it ended
+STATUSES = ("pending", "skipped", "running", "measured", "failed", "error", "interrupted")
+
 
 def _frozen(value: Any) -> Any:
     if isinstance(value, Mapping):
@@ -27,6 +34,10 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
     return value
+
+
+def _empty() -> JsonMapping:
+    return MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,15 @@ class SkipEntry:
     signature: str | None = None
     message: str = ""
     run_id: str | None = None
-    #: the other fields the plan wrote (kept for the state file)
-    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"reason": self.reason, "signature": self.signature,
+                           "message": self.message}
+        if self.reason == "history":  # sweeps/plan.py's HISTORY: the failed run it names
+            out["run_id"] = self.run_id
+        else:
+            out["rule"] = self.rule
+        return out
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,24 @@ class StoppedEarly:
     prompt: str | None
     reason: str
 
+    def to_json(self) -> JsonObject:
+        return {"prompt": self.prompt, "concurrency": self.concurrency, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """``bench: search``: the capacity the point's first search found (the summary of
+    its :class:`~variantctl.bench.search.SearchResult`)."""
+
+    prompt: str | None
+    mode: str | None
+    best_level: float | None
+    limiting: str | None
+
+    def to_json(self) -> JsonObject:
+        return {"prompt": self.prompt, "mode": self.mode, "best_level": self.best_level,
+                "limiting": self.limiting}
+
 
 @dataclass(frozen=True)
 class PointEntry:
@@ -58,8 +94,14 @@ class PointEntry:
     name: str | None
     status: str
     index: int | None = None
+    base: str | None = None
     host: str | None = None
+    values: JsonMapping = field(default_factory=_empty)
     point_key: str | None = None
+    phase: str | None = None
+    skip: SkipEntry | None = None
+    findings: tuple[JsonMapping, ...] = ()
+    eta_s: float | None = None
     run_id: str | None = None
     run_dir: str | None = None
     benchmarks: tuple[str, ...] = ()
@@ -67,27 +109,68 @@ class PointEntry:
     verdict: str | None = None
     signature: str | None = None
     message: str = ""
-    values: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    skip: SkipEntry | None = None
     stopped_early: StoppedEarly | None = None
+    #: levels preceded by a successful ``POST /reset_prefix_cache``
+    prefix_cache_resets: int = 0
     timings: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    #: the entry as stored (every field, for a resumed sweep to carry over)
-    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    capacity: Capacity | None = None
+    #: kept from an earlier run by ``--resume``
+    resumed: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        """The entry as it was stored."""
-        return thaw(self.raw)  # type: ignore[no-any-return]
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
+            "index": self.index, "name": self.name, "base": self.base, "host": self.host,
+            "values": thaw(self.values), "point_key": self.point_key, "status": self.status,
+            "phase": self.phase, "skip": None if self.skip is None else self.skip.to_json(),
+            "findings": [thaw(f) for f in self.findings], "eta_s": self.eta_s,
+            "run_id": self.run_id, "run_dir": self.run_dir,
+            "benchmarks": list(self.benchmarks), "profiles": list(self.profiles),
+            "verdict": self.verdict, "signature": self.signature, "message": self.message,
+            "stopped_early": None if self.stopped_early is None
+            else self.stopped_early.to_json(),
+            "prefix_cache_resets": self.prefix_cache_resets, "timings": dict(self.timings),
+            "capacity": None if self.capacity is None else self.capacity.to_json(),
+        }
+        if self.resumed:
+            out["resumed"] = True
+        return out
 
 
 @dataclass(frozen=True)
 class SweepDoc:
-    """The whole state file."""
+    """The whole journal."""
 
     sweep: str
     status: str
     started_at: str | None
     points: tuple[PointEntry, ...]
     finished_at: str | None = None
+    updated_at: str | None = None
+    source: str = ""
+    description: str = ""
+    hosts: tuple[str, ...] = ()
+    #: the sweep's benchmark settings, one object per prompt set, as the file gives them
+    bench: tuple[JsonMapping, ...] = ()
+    profile: bool = False
+    rank: str | None = None
+    stop: JsonMapping = field(default_factory=_empty)
+
+    def point(self, name: str) -> PointEntry:
+        for entry in self.points:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    def to_json(self) -> JsonObject:
+        return {
+            "schema": SWEEP_SCHEMA, "sweep": self.sweep, "source": self.source,
+            "description": self.description, "status": self.status,
+            "started_at": self.started_at, "updated_at": self.updated_at,
+            "finished_at": self.finished_at, "hosts": list(self.hosts),
+            "bench": [thaw(b) for b in self.bench], "profile": self.profile,
+            "rank": self.rank, "stop": thaw(self.stop),
+            "points": [p.to_json() for p in self.points],
+        }
 
     @classmethod
     def from_json(cls, data: Any, *, source: str) -> SweepDoc:
@@ -95,8 +178,14 @@ class SweepDoc:
         schema = f.data.get("schema")
         if schema != SWEEP_SCHEMA:
             raise f.error("schema", f"is {schema!r}: not a {SWEEP_SCHEMA} state file")
+        bench = tuple(_frozen(b.data) for b in f.objs("bench"))
         return cls(sweep=f.text("sweep", ""), status=f.text("status", ""),
                    started_at=f.opt_text("started_at"), finished_at=f.opt_text("finished_at"),
+                   updated_at=f.opt_text("updated_at"), source=f.opt_text("source") or "",
+                   description=f.opt_text("description") or "", hosts=f.texts("hosts"),
+                   bench=bench, profile=f.data.get("profile") is True and f.flag("profile"),
+                   rank=f.opt_text("rank"),
+                   stop=_frozen(f.opt_mapping("stop") or {}),
                    points=tuple(_point(p) for p in f.objs("points", Fields.REQUIRED)))
 
 
@@ -111,33 +200,30 @@ def _names(f: Fields, key: str) -> tuple[str, ...]:
 def _point(f: Fields) -> PointEntry:
     skip = f.opt_obj("skip")
     stop = f.opt_obj("stopped_early")
-    f.opt_text("phase")
-    f.opt_text("base")
-    f.opt_number("eta_s")
-    f.opt_integer("prefix_cache_resets")
     capacity = f.opt_obj("capacity")  # bench: search — the capacity found
-    if capacity is not None:
-        capacity.opt_text("mode")
-        capacity.opt_number("best_level")
-        capacity.opt_text("limiting")
-    f.items("findings")
-    if f.has("resumed"):
-        f.flag("resumed")
+    findings: tuple[Json, ...] = tuple(_frozen(x) for x in f.items("findings"))
     return PointEntry(
         name=f.opt_text("name"), status=f.text("status", ""), index=f.opt_integer("index"),
-        host=f.opt_text("host"),
-        point_key=f.opt_text("point_key"), run_id=f.opt_text("run_id"),
-        run_dir=f.opt_text("run_dir"), benchmarks=_names(f, "benchmarks"),
-        profiles=_names(f, "profiles"), verdict=f.opt_text("verdict"),
-        signature=f.opt_text("signature"), message=f.opt_text("message") or "",
-        values=_frozen(f.mapping("values", {})),
+        base=f.opt_text("base"), host=f.opt_text("host"),
+        values=_frozen(f.mapping("values", {})), point_key=f.opt_text("point_key"),
+        phase=f.opt_text("phase"),
         skip=None if skip is None else SkipEntry(
             reason=skip.opt_text("reason") or "skipped", rule=skip.opt_text("rule"),
             signature=skip.opt_text("signature"), message=skip.opt_text("message") or "",
-            run_id=skip.opt_text("run_id"), raw=_frozen(skip.data)),
+            run_id=skip.opt_text("run_id")),
+        findings=tuple(x for x in findings if isinstance(x, Mapping)),
+        eta_s=f.opt_number("eta_s"), run_id=f.opt_text("run_id"),
+        run_dir=f.opt_text("run_dir"), benchmarks=_names(f, "benchmarks"),
+        profiles=_names(f, "profiles"), verdict=f.opt_text("verdict"),
+        signature=f.opt_text("signature"), message=f.opt_text("message") or "",
         stopped_early=None if stop is None else StoppedEarly(
             concurrency=stop.opt_integer("concurrency"), prompt=stop.opt_text("prompt"),
             reason=stop.opt_text("reason") or ""),
+        prefix_cache_resets=f.opt_integer("prefix_cache_resets") or 0,
         timings=MappingProxyType(f.number_map("timings")),
-        raw=_frozen(f.data),
+        capacity=None if capacity is None else Capacity(
+            prompt=capacity.opt_text("prompt"), mode=capacity.opt_text("mode"),
+            best_level=capacity.opt_number("best_level"),
+            limiting=capacity.opt_text("limiting")),
+        resumed=f.flag("resumed", False),
     )

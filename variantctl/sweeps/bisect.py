@@ -23,10 +23,11 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from variantctl.bench.model import LevelResult
 from variantctl.bench.uncertainty import compare_points
+from variantctl.jsontypes import Json, JsonMapping, JsonObject
+from variantctl.runs.run import as_object
 
 #: the most settings bisected one at a time (then pairs); more are halved
 GREEDY_MAX = 4
@@ -48,41 +49,46 @@ class Setting:
 
     section: str
     key: str
-    a: Any
-    b: Any
+    a: Json
+    b: Json
 
     @property
     def label(self) -> str:
         return f"{self.section}.{self.key}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"setting": self.label, "a": _plain(self.a), "b": _plain(self.b)}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Json) -> Json:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
 
 
-def settings_between(a: Mapping[str, Any], b: Mapping[str, Any]
+def settings_between(a: JsonMapping, b: JsonMapping
                      ) -> tuple[tuple[Setting, ...], tuple[str, ...]]:
     """The settings two stored variants (``ResolvedVariant.to_dict``) differ in, and the
     other configuration keys they differ in that bisect cannot vary (``command``,
     ``model``...)."""
     out: list[Setting] = []
     for section in ("args", "env"):
-        sa, sb = a.get(section) or {}, b.get(section) or {}
+        sa, sb = as_object(a.get(section)), as_object(b.get(section))
         for key in sorted({*sa, *sb}):
             va, vb = _plain(sa.get(key)), _plain(sb.get(key))
             if va != vb or type(va) is not type(vb):
                 out.append(Setting(section, str(key), va, vb))
-    ra, rb = set(a.get("requires") or ()), set(b.get("requires") or ())
+    ra, rb = _names(a.get("requires")), _names(b.get("requires"))
     for name in sorted(ra ^ rb):
         out.append(Setting("requires", name, name in ra, name in rb))
     other = tuple(sorted(k for k in {*a, *b} - {*SECTIONS, *_NOT_CONFIG}
                          if _plain(a.get(k)) != _plain(b.get(k))))
     return tuple(out), other
+
+
+def _names(value: Json) -> set[str]:
+    """A recorded list of names (``requires``) as a set (none when it is not a list)."""
+    return {str(v) for v in value} if isinstance(value, (list, tuple)) else set()
 
 
 Subset = frozenset[int]
@@ -216,9 +222,9 @@ def _halving(group: Subset, effects: Mapping[Subset, Effect]) -> Decision:
     return Decision(group, (), "halving narrowed the delta to one setting")
 
 
-def include_of(subset: Subset, settings: Sequence[Setting]) -> dict[str, Any]:
+def include_of(subset: Subset, settings: Sequence[Setting]) -> JsonObject:
     """The sweep ``include`` entry (args/env keys) that sets ``subset`` to B's values."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for i in sorted(subset):
         s = settings[i]
         if s.section in ("args", "env"):

@@ -15,14 +15,16 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from variantctl.bench.model import BenchResult, LevelResult
-from variantctl.bench.session import ColdLevels, LevelStep
+from variantctl.bench.session import ColdLevels, LevelStep, RunOutcome, ServerDeath
+from variantctl.bench.step import Into
 from variantctl.benchparams import BenchParams
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
@@ -41,6 +43,7 @@ from variantctl.launch.slurm import job_id
 from variantctl.launch.watch import RECONNECT_FOR, Progress, reconnect
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
+from variantctl.runs.sweepstate import Capacity, PointEntry, StoppedEarly
 from variantctl.sweeps.model import SweepSpec, sweep_of_name
 from variantctl.sweeps.plan import PREDICTED, Plan, PlannedPoint
 from variantctl.sweeps.state import DONE, SweepState
@@ -77,12 +80,12 @@ class PointOutcome:
     benchmarks: tuple[str, ...] = ()
     #: ``profile: true``: the ``profile-*.json`` attached to the point's run
     profiles: tuple[str, ...] = ()
-    stopped_early: Mapping[str, Any] | None = None
+    stopped_early: StoppedEarly | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     #: levels preceded by a successful ``POST /reset_prefix_cache`` (0: not offered)
     prefix_cache_resets: int = 0
-    #: ``bench: search``: the capacity found (mode, best_level, limiting), first search
-    capacity: Mapping[str, Any] | None = None
+    #: ``bench: search``: the capacity the first search found
+    capacity: Capacity | None = None
     #: the connection to the host dropped during the point (the sweep retries it once)
     connection_lost: bool = False
     #: the sweep's benchmark settings cannot work on this server (``input_len`` below
@@ -217,35 +220,34 @@ class TargetPointRunner:
         resets = [0]
         names: list[str] = []
         profiles: list[str] = []
-        stopped_early: dict[str, Any] | None = None
-        capacity: dict[str, Any] | None = None
+        stopped_early: StoppedEarly | None = None
+        capacity: Capacity | None = None
         status, message = "measured", ""
         bad_bench = False
         try:
             self.ui.phase(point, "bench")
             for params in self.spec.bench:
                 seen = len(collector.levels) if collector is not None else 0
-                bench, measured_s, early, death = self._ladder(
-                    point, record, params, collector, resets=resets,
+                into = (Into(self.ctx.runs, Path(result.run_dir), self.ctx.now)
+                        if result.run_dir is not None else None)
+                bench, measured_s, early, death, stored = self._ladder(
+                    point, record, params, collector, into, resets=resets,
                     reset_first=reattached)
                 if collector is not None and len(self.spec.bench) > 1:
                     for lv in collector.levels[seen:]:  # one ladder per prompt set
                         lv.label = f"{params.prompt} {lv.label}"
                 bench_s += measured_s
-                if bench is not None and bench.search is not None and capacity is None:
-                    capacity = {"prompt": params.prompt, "mode": bench.search.mode,
-                                "best_level": bench.search.best_level,
-                                "limiting": bench.search.limiting}
-                if result.run_dir is not None:
-                    path = self.ctx.runs.attach_benchmark(result.run_dir, bench, self.ctx.now(),
-                                                          death=death)
-                    names.append(path.name)
+                if bench.search is not None and capacity is None:
+                    capacity = Capacity(params.prompt, bench.search.mode,
+                                        bench.search.best_level, bench.search.limiting)
+                if stored is not None:
+                    names.append(stored.name)
                 if early is not None and stopped_early is None:
                     stopped_early = early
                 if death is not None:
                     status = "failed"
                     message = (f"the server died during the benchmark at concurrency "
-                               f"{death.get('level')}: {death.get('signature') or 'see its log'}")
+                               f"{death.level}: {death.signature or 'see its log'}")
                     break
         except Interrupted:
             status, message = "interrupted", "interrupted during the benchmark"
@@ -416,54 +418,53 @@ class TargetPointRunner:
     def _store_profile(self, point: PlannedPoint, record: ServerRecord,
                        collector: Collector) -> list[str]:
         """The raw events and breakdowns into the point's run (``profile-*.json``)."""
-        from variantctl.bench.profile import empty_hint, store
+        from variantctl.bench.profile import empty_hint
+        from variantctl.bench.step import own_run_dir, record_profile
 
         if not any(lv.events for lv in collector.levels):
             self.ui.note(f"warning: {empty_hint(point.name, collector.directory)}")
+        run_dir = own_run_dir(record, self.ctx.runs.root)
+        if run_dir is None:
+            return []
         try:
-            path = store(collector, record, point.name, self.ctx.now(),
-                         runs_root=self.ctx.runs.root)
+            path = record_profile(Into(self.ctx.runs, run_dir, self.ctx.now), collector,
+                                  point.name)
         except VariantctlError as exc:
             self.ui.note(f"{point.name}: profile events not stored: {exc.message}")
             return []
-        return [path.name] if path is not None else []
+        return [path.name]
 
     def _ladder(self, point: PlannedPoint, record: ServerRecord, params: BenchParams,
-                collector: Collector | None = None, *, resets: list[int],
+                collector: Collector | None, into: Into | None, *, resets: list[int],
                 reset_first: bool = False,
-                ) -> tuple[BenchResult, float, dict[str, Any] | None, dict[str, Any] | None]:
-        """One prompt set's ladder: the same ladder ``bench`` runs (``bench.session.
-        measure``: one model probe, GPU-monitor lookup and prompt preparation), with the
-        sweep's policy in its hooks (:class:`_SweepLevels`: the shared prefix-cache
-        policy, before the first level too with ``reset_first``, counted in
-        ``resets[0]``; phases; stop rules). Returns (result, measured seconds, stopped
-        early, death)."""
-        from variantctl.bench.session import Measurement, measure, reach
+                ) -> tuple[BenchResult, float, StoppedEarly | None, ServerDeath | None,
+                           Path | None]:
+        """One prompt set's ladder through the measure-and-record step (``bench.step.
+        measure_and_record``: the same ladder ``bench`` runs, recorded ``into`` the
+        point's run), with the sweep's policy in its hooks (:class:`_SweepLevels`: the
+        shared prefix-cache policy, before the first level too with ``reset_first``,
+        counted in ``resets[0]``; phases; stop rules). Returns (result, measured
+        seconds, stopped early, death, the benchmark file)."""
+        from variantctl.bench.step import Server, measure_and_record
 
-        address = launcher_for(self.host).address(self.target, record)
         hooks = _SweepLevels(self, point, params, reset_first=reset_first)
-        with reach(self.target, record.port, address) as base_url:
-            m = Measurement(label=point.name, base_url=base_url, params=params,
-                            target=self.target, host=self.host, record=record,
-                            signatures=self.ctx.signatures, profile=collector, hooks=hooks)
-            try:
-                outcome = _run_guarded(measure(m, self.ctx.now().isoformat()), self.stop)
-            finally:
-                resets[0] += hooks.resets
+        try:
+            outcome = measure_and_record(
+                Server(self.target, self.host, record, collector), point.name, params,
+                self.ctx.now().isoformat(), into=into, signatures=self.ctx.signatures,
+                hooks=hooks, run=lambda coro: _run_guarded(coro, self.stop),
+                trim_ladder=True)
+        finally:
+            resets[0] += hooks.resets
         result = outcome.result
         measured = sum(lv.metrics.duration_s + (lv.warmup.duration_s if lv.warmup else 0.0)
                        for lv in result.levels)
-        death = outcome.death.to_json() if outcome.death is not None else None
+        death = outcome.death
         early = hooks.early
         if early is None and death is None and not result.levels:
-            early = {"prompt": params.prompt, "concurrency": params.concurrency[0],
-                     "reason": "no level was measured"}
-        # the stored ladder lists the levels it measured (a stop rule ends it early)
-        done = tuple(dict.fromkeys(lv.concurrency for lv in result.levels))
-        if params.search is None:  # a search's levels are its probes (result.search)
-            result = dataclasses.replace(result, params=dataclasses.replace(
-                result.params, concurrency=done or params.concurrency))
-        return result, measured, early, death
+            early = StoppedEarly(concurrency=params.concurrency[0], prompt=params.prompt,
+                                 reason="no level was measured")
+        return result, measured, early, death, outcome.stored
 
 
 class _SweepLevels(ColdLevels):
@@ -475,7 +476,7 @@ class _SweepLevels(ColdLevels):
                  *, reset_first: bool) -> None:
         super().__init__(reset_first=reset_first)
         self.runner, self.point, self.params = runner, point, params
-        self.early: dict[str, Any] | None = None
+        self.early: StoppedEarly | None = None
 
     def before_level(self, step: LevelStep) -> None:
         super().before_level(step)
@@ -486,8 +487,8 @@ class _SweepLevels(ColdLevels):
             self.runner._connection_held(step.concurrency)
         reason = stop_reason(self.runner.spec.stop, level.metrics)
         if reason is not None:
-            self.early = {"prompt": self.params.prompt, "concurrency": step.concurrency,
-                          "reason": reason}
+            self.early = StoppedEarly(concurrency=step.concurrency, prompt=self.params.prompt,
+                                      reason=reason)
         return reason
 
 
@@ -500,11 +501,11 @@ def _outcome_of(result: LaunchResult) -> PointOutcome:
         message=(decision.message or decision.title) if decision else "")
 
 
-def _run_guarded(coro: Any, stop: threading.Event) -> Any:
+def _run_guarded(coro: Coroutine[Any, Any, RunOutcome], stop: threading.Event) -> RunOutcome:
     """``asyncio.run(coro)`` that is cancelled when ``stop`` is set (from another thread,
     or the main thread's Ctrl-C): the bench's own SIGINT handler works only there."""
 
-    async def guarded() -> Any:
+    async def guarded() -> RunOutcome:
         task = asyncio.ensure_future(coro)
         while not task.done():
             if stop.is_set():
@@ -575,7 +576,7 @@ class _StateUI:
 
     def phase(self, point: PlannedPoint, phase: str, detail: str = "") -> None:
         if phase in ("launch", "bench", "stop"):
-            self.state.update(point.name, phase=phase)
+            self.state.update(point.name, lambda e: dataclasses.replace(e, phase=phase))
         self.ui.phase(point, phase, detail)
 
     def note(self, text: str) -> None:
@@ -604,7 +605,7 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     # variantctl may have left a server there that must not outlive this run
     todo: dict[str, list[PlannedPoint]] = {p.host: [] for p in plan.to_run}
     for p in plan.to_run:
-        if state.entry(p.name)["status"] not in DONE:  # --resume: measured or failed
+        if state.entry(p.name).status not in DONE:  # --resume: measured or failed
             todo[p.host].append(p)
     #: the first point whose benchmark settings proved unusable, and why (all hosts)
     bad_bench: list[tuple[str, str]] = []
@@ -629,13 +630,13 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                         # the sweep's benchmark settings are the same for every point:
                         # do not start another server only to fail as the first did
                         first, why = bad_bench[0]
-                        state.update(point.name, status="error", phase=None,
-                                     message=f"not started: the benchmark settings cannot "
-                                             f"work (found on {first}: {why})")
+                        state.update(point.name, _ended(
+                            "error", f"not started: the benchmark settings cannot work "
+                                     f"(found on {first}: {why})"))
                         ui.phase(point, "error", "not started: the benchmark settings "
                                                  f"cannot work (see {first})")
                         return
-                    state.update(point.name, status="running", phase="launch")
+                    state.update(point.name, _started)
                     outcome = runner.run_point(point)
                     if (outcome.connection_lost and outcome.status == "error"
                             and not stop.is_set()):
@@ -643,9 +644,9 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
                         # the point once more, on the re-opened connection (its server
                         # was stopped; the failed attempt keeps its run)
                         ui.note(f"{point.name}: retrying once: {outcome.message}")
-                        state.update(point.name, status="running", phase="launch")
+                        state.update(point.name, _started)
                         outcome = runner.run_point(point)
-                    state.update(point.name, **_entry_fields(outcome))
+                    state.update(point.name, lambda e: _entry_of(e, outcome))
                     ui.phase(point, outcome.status, outcome.message)
                     if outcome.bad_bench and not bad_bench:
                         bad_bench.append((point.name, outcome.message))
@@ -662,9 +663,8 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
             out.host_errors[name] = err
             try:
                 for point in points:
-                    if state.entry(point.name)["status"] in ("pending", "running"):
-                        state.update(point.name, status="error", phase=None,
-                                     message=f"host {name}: {err.message}")
+                    if state.entry(point.name).status in ("pending", "running"):
+                        state.update(point.name, _ended("error", f"host {name}: {err.message}"))
             except (VariantctlError, OSError) as again:
                 ui.note(f"error: host {name}: the sweep state could not record the "
                         f"error either ({again})")
@@ -688,10 +688,19 @@ def run_sweep(plan: Plan, state: SweepState, hosts: Mapping[str, Host],
     return out
 
 
-def _entry_fields(o: PointOutcome) -> dict[str, Any]:
-    return {"status": o.status, "phase": None, "run_id": o.run_id, "run_dir": o.run_dir,
-            "verdict": o.verdict, "signature": o.signature, "message": o.message,
-            "benchmarks": list(o.benchmarks), "profiles": list(o.profiles),
-            "stopped_early": dict(o.stopped_early) if o.stopped_early else None,
-            "prefix_cache_resets": o.prefix_cache_resets, "timings": dict(o.timings),
-            "capacity": dict(o.capacity) if o.capacity else None}
+def _started(e: PointEntry) -> PointEntry:
+    return dataclasses.replace(e, status="running", phase="launch")
+
+
+def _ended(status: str, message: str) -> Callable[[PointEntry], PointEntry]:
+    return lambda e: dataclasses.replace(e, status=status, phase=None, message=message)
+
+
+def _entry_of(e: PointEntry, o: PointOutcome) -> PointEntry:
+    """The point's entry once it ended as ``o``."""
+    return dataclasses.replace(
+        e, status=o.status, phase=None, run_id=o.run_id, run_dir=o.run_dir,
+        verdict=o.verdict, signature=o.signature, message=o.message,
+        benchmarks=o.benchmarks, profiles=o.profiles, stopped_early=o.stopped_early,
+        prefix_cache_resets=o.prefix_cache_resets, timings=MappingProxyType(dict(o.timings)),
+        capacity=o.capacity)

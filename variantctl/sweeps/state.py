@@ -1,4 +1,4 @@
-"""The state of a running sweep, kept by its host threads: ``runs/sweeps/NAME.json``.
+"""The journal of a running sweep, kept by its host threads: ``runs/sweeps/NAME.json``.
 
 Shape documented in docs/sweep.md (schema ``variantctl.sweep/1``). The run store writes
 it (:meth:`RunStore.write_sweep_state`, atomically) and reads it back, validated, as
@@ -9,16 +9,16 @@ phase it reached, and ``sweep --resume`` continues from there.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
 
 from variantctl.jsonfields import StoredFileError
 from variantctl.runs.store import RunStore
-from variantctl.runs.sweepstate import SWEEP_SCHEMA, PointEntry, SweepDoc
+from variantctl.runs.sweepstate import SWEEP_SCHEMA, PointEntry, SkipEntry, SweepDoc
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
 SCHEMA = SWEEP_SCHEMA
@@ -36,23 +36,24 @@ def read_state(path: Path) -> SweepDoc | None:
         raise
 
 
-def point_entry(p: PlannedPoint) -> dict[str, Any]:
-    return {
-        "index": p.point.index, "name": p.name, "base": p.point.base, "host": p.host,
-        "values": dict(p.point.values), "point_key": p.point_key,
-        "status": "skipped" if not p.run else "pending", "phase": None,
-        "skip": p.skip.to_json() if p.skip else None,
-        "findings": [f.to_dict() for f in p.findings], "eta_s": round(p.eta_s, 1),
-        "run_id": None, "run_dir": None, "benchmarks": [], "profiles": [], "verdict": None,
-        "signature": None, "message": "", "stopped_early": None,
-        "prefix_cache_resets": 0, "timings": {}, "capacity": None,
-    }
+def point_entry(p: PlannedPoint) -> PointEntry:
+    """A planned point's first entry: ``pending``, or ``skipped`` with why."""
+    return PointEntry(
+        index=p.point.index, name=p.name, base=p.point.base, host=p.host,
+        values=MappingProxyType(dict(p.point.values)), point_key=p.point_key,
+        status="skipped" if not p.run else "pending",
+        skip=None if p.skip is None else SkipEntry(
+            reason=p.skip.reason, rule=p.skip.rule, signature=p.skip.signature,
+            message=p.skip.message, run_id=p.skip.run_id),
+        findings=tuple(MappingProxyType(f.to_dict()) for f in p.findings),
+        eta_s=round(p.eta_s, 1))
 
 
 class SweepState:
-    """The state of one sweep run, shared by the host threads (one lock, one file)."""
+    """The journal of one sweep run, shared by the host threads (one lock, one file):
+    a frozen :class:`SweepDoc`, replaced whole at every change and written at once."""
 
-    def __init__(self, store: RunStore, path: Path, doc: dict[str, Any],
+    def __init__(self, store: RunStore, path: Path, doc: SweepDoc,
                  now: Callable[[], datetime]):
         self.store, self.path, self.doc, self.now = store, path, doc, now
         self._lock = threading.Lock()
@@ -69,42 +70,39 @@ class SweepState:
         for p in plan.points:
             old = done.get(p.point_key)
             if old is not None:
-                points.append({**old.to_json(), "index": p.point.index, "resumed": True})
+                points.append(replace(old, index=p.point.index, resumed=True))
             else:
                 points.append(point_entry(p))
         stamp = now().isoformat()
-        doc = {
-            "schema": SCHEMA, "sweep": spec.name, "source": spec.source,
-            "description": spec.description, "status": "running",
-            "started_at": (previous.started_at or stamp) if previous is not None else stamp,
-            "updated_at": stamp, "finished_at": None, "hosts": list(plan.hosts),
-            "bench": spec.bench_json(), "profile": spec.profile, "rank": spec.rank,
-            "stop": spec.stop.to_json(), "points": points,
-        }
+        doc = SweepDoc(
+            sweep=spec.name, source=spec.source, description=spec.description,
+            status="running",
+            started_at=(previous.started_at or stamp) if previous is not None else stamp,
+            updated_at=stamp, finished_at=None, hosts=tuple(plan.hosts),
+            bench=tuple(MappingProxyType(b) for b in spec.bench_json()),
+            profile=spec.profile, rank=spec.rank,
+            stop=MappingProxyType(spec.stop.to_json()), points=tuple(points))
         state = cls(store or RunStore(path.parent.parent), path, doc, now)
         state.save()
         return state
 
-    def entry(self, name: str) -> dict[str, Any]:
+    def entry(self, name: str) -> PointEntry:
         with self._lock:
-            return copy.deepcopy(self._find(name))
+            return self.doc.point(name)
 
-    def _find(self, name: str) -> dict[str, Any]:
-        for entry in self.doc["points"]:
-            if entry["name"] == name:
-                return entry  # type: ignore[no-any-return]
-        raise KeyError(name)
-
-    def update(self, name: str, **fields: Any) -> None:
+    def update(self, name: str, change: Callable[[PointEntry], PointEntry]) -> None:
+        """Point ``name``'s entry becomes ``change(entry)`` (made with ``replace``)."""
         with self._lock:
-            self._find(name).update(fields)
+            self.doc = replace(self.doc, points=tuple(
+                change(e) if e.name == name else e for e in self.doc.points))
+            if not any(e.name == name for e in self.doc.points):
+                raise KeyError(name)
             self._save_locked()
 
     def finish(self, status: str) -> None:
         with self._lock:
-            self.doc["status"] = status
-            if status == "done":
-                self.doc["finished_at"] = self.now().isoformat()
+            self.doc = replace(self.doc, status=status, finished_at=self.now().isoformat()
+                               if status == "done" else self.doc.finished_at)
             self._save_locked()
 
     def save(self) -> None:
@@ -112,12 +110,12 @@ class SweepState:
             self._save_locked()
 
     def _save_locked(self) -> None:
-        self.doc["updated_at"] = self.now().isoformat()
-        self.store.write_sweep_state(self.path, self.doc)
+        self.doc = replace(self.doc, updated_at=self.now().isoformat())
+        self.store.write_sweep_state(self.path, self.doc.to_json())
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SweepDoc:
         with self._lock:
-            return copy.deepcopy(self.doc)
+            return self.doc
 
 
 def kept_on_resume(previous: SweepDoc | None) -> dict[str, PointEntry]:

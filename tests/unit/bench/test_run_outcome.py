@@ -13,10 +13,9 @@ from tests.unit.bench.test_render_bench import _result
 from variantctl.bench.profile import Collector, LevelEvents
 from variantctl.bench.profiledata import Event
 from variantctl.bench.session import RunOutcome
-from variantctl.cli.profileflow import after_profiled_run
 from variantctl.exitcodes import ExitCode
-from variantctl.runs.record import ServerRecord
 from variantctl.targets.local import LocalTarget
+from variantctl.usecases.profiled import after_profiled_run
 
 
 def test_a_run_outcome_cannot_be_changed_after_it_is_built(tmp_path: Path) -> None:
@@ -38,10 +37,9 @@ def test_after_profiled_run_returns_a_new_outcome_with_the_breakdowns(tmp_path: 
               Event("step", 12_000_000, 10_000_000, 7, 7, None, 0),
               Event("forward", 13_000_000, 4_000_000, 7, 7, "step", 1)]
     collector.levels.append(LevelEvents("c=1", 1, 0, events))
-    record = ServerRecord("cpu-eager", "local", 1, 8000, "/l", "/s", "/p", "2026-01-01T00:00:00")
     before = RunOutcome("cpu-eager", _result())
-    after = after_profiled_run(env, collector, before, record, store=False, trace=None,
-                               several=False)
+    after = after_profiled_run(collector, before, None, trace=None, several=False,
+                               note=env.stderr.print)
     assert before.profile is None  # the measured outcome is left as it was
     assert after.result is before.result and after.label == "cpu-eager"
     assert after.profile is not None

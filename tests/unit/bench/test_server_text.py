@@ -28,6 +28,7 @@ from variantctl.exitcodes import ExitCode
 from variantctl.render.profile import breakdown_tables
 from variantctl.render.sweep import host_error_blocks, result_blocks
 from variantctl.runs.store import RunStore
+from variantctl.runs.sweepstate import SWEEP_SCHEMA, SweepDoc
 
 Run = Callable[..., CliResult]
 RAW = ("\x1b", "\x07", "\x9b")
@@ -116,7 +117,8 @@ def test_sweep_results_profile_tables_and_host_errors_are_filtered() -> None:
         {"name": f"step {ESC_TEXT}", "parent": None, "calls": 1, "total_s": 1.0,
          "mean_ms": 1.0, "p50_ms": 1.0, "p99_ms": 1.0}]}
     error = VariantctlError(f"ssh said {ESC_TEXT}", hint=ESC_TEXT)
-    for blocks in (result_blocks(doc, "/x/s.json"), breakdown_tables("v", [profile]),
+    state = SweepDoc.from_json({"schema": SWEEP_SCHEMA, **doc}, source="s")
+    for blocks in (result_blocks(state, "/x/s.json"), breakdown_tables("v", [profile]),
                    host_error_blocks([("gpu1", error)])):
         assert_filtered(printed(blocks))
 
@@ -124,7 +126,7 @@ def test_sweep_results_profile_tables_and_host_errors_are_filtered() -> None:
 def test_sweep_progress_details_and_notes_are_filtered(tmp_path: Path) -> None:
     from tests.conftest import make_env
     from tests.unit.sweeps.test_executor import plan_on
-    from variantctl.cli.sweepflow import ProgressPrinter
+    from variantctl.cli.sweepprogress import ProgressPrinter
 
     plan, _ = plan_on(["h1"], 1, tmp_path)
     env = make_env(None, tmp_path)

@@ -106,6 +106,7 @@ LONG = ("max_num_batched_tokens (64) is smaller than max_model_len (512): vLLM r
 
 def test_a_failed_points_note_is_read_whole_below_the_table() -> None:
     from variantctl.render.sweep import result_blocks
+    from variantctl.runs.sweepstate import SWEEP_SCHEMA, SweepDoc
 
     doc = {"sweep": "cpu-smoke", "status": "done", "points": [
         {"index": 1, "name": "cpu-base@cpu-smoke-01", "host": "cpu", "status": "measured",
@@ -118,7 +119,8 @@ def test_a_failed_points_note_is_read_whole_below_the_table() -> None:
          "skip": {"reason": "predicted", "rule": "batched-tokens-below-model-len",
                   "signature": "batched-tokens-below-model-len", "message": LONG},
          "timings": {}})
-    out = _text(result_blocks(doc, "/state.json"))
+    out = _text(result_blocks(SweepDoc.from_json({"schema": SWEEP_SCHEMA, **doc}, source="t"),
+                              "/state.json"))
     rows = out.splitlines()
     assert rows[3].split()[-2:] == ["batched-tokens-below-model-len", "(below)"], out
     assert "batched-tokens-below-model-len batched-tokens-below-model-len" not in out

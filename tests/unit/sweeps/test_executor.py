@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -114,8 +115,8 @@ def test_a_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
                     open_target=local)
     assert list(out.host_errors) == ["down"]
     doc = state.snapshot()
-    assert [p["status"] for p in doc["points"]] == ["error", "measured", "error", "measured"]
-    assert "host down: connection refused" in doc["points"][0]["message"]
+    assert [p.status for p in doc.points] == ["error", "measured", "error", "measured"]
+    assert "host down: connection refused" in doc.points[0].message
 
 
 def test_ctrl_c_stops_the_running_point_and_leaves_the_rest_pending(tmp_path: Path) -> None:
@@ -149,7 +150,7 @@ def _interrupted_sweep(tmp_path: Path) -> None:
                     open_target=local)
     assert out.interrupted
     assert seen == [p.name for p in plan.points[:2]]  # the third never started
-    assert [p["status"] for p in state.snapshot()["points"]] == [
+    assert [p.status for p in state.snapshot().points] == [
         "measured", "interrupted", "pending"]
 
 
@@ -161,13 +162,14 @@ def test_resume_keeps_finished_points_whose_runs_are_still_archived(tmp_path: Pa
     kept.mkdir(parents=True)
     (kept / "run.json").write_text("{}")
     (kept / "bench-1.json").write_text("{}")
-    state.update(plan.points[0].name, status="measured", run_dir=str(kept),
-                 benchmarks=["bench-1.json"])
-    state.update(plan.points[1].name, status="measured", run_dir=str(gone), benchmarks=[])
-    state.update(plan.points[2].name, status="interrupted")
+    state.update(plan.points[0].name, lambda e: replace(
+        e, status="measured", run_dir=str(kept), benchmarks=("bench-1.json",)))
+    state.update(plan.points[1].name, lambda e: replace(
+        e, status="measured", run_dir=str(gone), benchmarks=()))
+    state.update(plan.points[2].name, lambda e: replace(e, status="interrupted"))
     previous = read_state(path)
     resumed = SweepState.begin(path, plan, now, previous)
-    got = [(p["status"], p.get("resumed", False)) for p in resumed.snapshot()["points"]]
+    got = [(p.status, p.resumed) for p in resumed.snapshot().points]
     assert got == [("measured", True), ("pending", False), ("pending", False)]
 
 

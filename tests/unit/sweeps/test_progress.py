@@ -7,8 +7,9 @@ from pathlib import Path
 
 from tests.conftest import make_env
 from tests.unit.sweeps.test_executor import plan_on
-from variantctl.cli.sweepflow import ProgressPrinter
+from variantctl.cli.sweepprogress import ProgressPrinter
 from variantctl.render.sweep import duration, result_blocks
+from variantctl.runs.sweepstate import SWEEP_SCHEMA, SweepDoc
 
 
 class Clock:
@@ -53,7 +54,8 @@ def test_durations_and_the_result_table() -> None:
     from rich.console import Console
 
     console = Console(width=200, record=True, color_system=None)
-    for b in result_blocks(doc, "/x/t.json"):
+    for b in result_blocks(SweepDoc.from_json({"schema": SWEEP_SCHEMA, **doc}, source="t"),
+                           "/x/t.json"):
         console.print(b.body)
     out = console.export_text()
     assert "startup-ok" not in out  # a measured point's note is empty

@@ -1,17 +1,16 @@
-"""The ``bisect`` command's flow: check the two runs, build the configurations between
-them, run each round as a sweep (``sweepflow.execute_plan``: the same launch, bench and
-stop, resumable, predicted and historical skips applied), decide, print.
+"""``bisect``: check the two runs, build the configurations between them, run each
+round as a sweep (:func:`variantctl.usecases.sweep.execute_plan`: the same launch,
+bench and stop, resumable, predicted and historical skips applied), decide.
 
 How it decides is :mod:`variantctl.sweeps.bisect`; docs/report.md "bisect" explains it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
 from variantctl.jsontypes import JsonMapping
@@ -36,8 +35,21 @@ if TYPE_CHECKING:
     from variantctl.bench.model import LevelResult
     from variantctl.benchparams import BenchParams
     from variantctl.report.model import RunInput
+    from variantctl.sweeps.executor import SweepUI
+    from variantctl.sweeps.model import GridKey, GridValue
     from variantctl.sweeps.plan import Plan
     from variantctl.variants.model import ResolvedVariant
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """``bisect RUN_A RUN_B``'s options."""
+
+    run_a: str
+    run_b: str
+    resume: bool = False
+    include_predicted: bool = False
+    grace: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -154,11 +166,9 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
                include_predicted: bool, resume: bool) -> Plan:
     """Round ``n`` as a sweep plan: one included point per subset, in order (a subset
     that moves a patchset gets a base variant with that patchset set as B has it)."""
-    from variantctl.runs.run import RunFileError
-    from variantctl.sweeps.history import History
     from variantctl.sweeps.model import SweepSpec
-    from variantctl.sweeps.plan import make_plan
-    from variantctl.sweeps.state import kept_on_resume, read_state
+    from variantctl.sweeps.state import read_state
+    from variantctl.usecases.planning import plan_points
 
     bases: dict[str, ResolvedVariant] = {}
     by_requires: dict[tuple[str, ...], str] = {}
@@ -169,27 +179,17 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
             name = bis.base.name if not by_requires else f"{bis.base.name}-p{len(by_requires)}"
             by_requires[req] = name
             bases[name] = replace(bis.base, name=name, requires=req)
-        include.append({"base": by_requires[req], **include_of(subset, bis.settings)})
+        # B's recorded values: JSON scalars, or a list for a list-valued flag, which the
+        # grid carries into the point's variant unchanged (GridValue names the scalars)
+        include.append(cast("Mapping[GridKey, GridValue]",
+                            {"base": by_requires[req], **include_of(subset, bis.settings)}))
     spec = SweepSpec(name=bis.round_name(n),
                      source=f"bisect {bis.a.run_id} {bis.b.run_id} round {n}",
                      bases=tuple(bases), include=tuple(include), bench=(bis.bench,),
                      hosts=(bis.host,))
-    known = project.hosts
-    from variantctl.config.hosts import get_host
-
-    get_host(known, bis.host)
-    known_patchsets = project.patchset_names
-    fingerprints = {}
-    for name in sorted({r for v in bases.values() for r in v.requires}):
-        if known_patchsets is not None and name in known_patchsets:
-            fingerprints[name] = project.patchset(name).fingerprint
-    records = [rec for _, rec in project.runs.records() if not isinstance(rec, RunFileError)]
     previous = read_state(project.runs.sweep_state_path(spec.name)) if resume else None
-    return make_plan(spec, bases, known, on_hosts=(bis.host,),
-                     known_patchsets=known_patchsets, patchset_fingerprints=fingerprints,
-                     history=History.from_records(records), include_predicted=include_predicted,
-                     done={k: f"{e.status}, run {e.run_id}"
-                           for k, e in kept_on_resume(previous).items()})
+    return plan_points(project, spec, bases, on_hosts=(bis.host,),
+                       include_predicted=include_predicted, previous=previous, resume=resume)
 
 
 @dataclass(frozen=True)
@@ -203,35 +203,55 @@ class Measured:
     levels: tuple[LevelResult, ...]
 
 
-def run_bisect(env: Environment, run_a: str, run_b: str, *, dry_run: bool, resume: bool,
-               include_predicted: bool, grace: float, as_json: bool) -> int:
-    """Plan (``--dry-run``: print it and stop) or run the bisect of two runs."""
-    from variantctl.cli.output import emit, print_json
-    from variantctl.render.bisect import bisect_blocks, bisect_json, dry_run_blocks
-    from variantctl.render.sweep import plan_json
+@dataclass(frozen=True)
+class BisectResult:
+    """What a bisect measured and found (the renderers' input)."""
 
-    project = Project(env)
-    bis = load_bisection(project, run_a, run_b)
+    bisection: Bisection
+    level: int
+    total: Effect
+    effects: dict[Subset, Effect]
+    measured: dict[Subset, Measured]
+    found: Subset | None
+    reason: str
+    rounds: int
+    first_launches: int
+    at_most: int
+
+    def label(self, subset: Subset) -> str:
+        return subset_label(subset, self.bisection.settings)
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """``--dry-run``: the bisection, its first round's plan and what it will cost."""
+
+    bisection: Bisection
+    plan: Plan
+    first_launches: int
+    at_most: int
+
+
+def plan_bisect(project: Project, req: BisectRequest) -> BisectPlan:
+    """The checked runs and the first round's plan; nothing is launched."""
+    bis = load_bisection(project, req.run_a, req.run_b)
+    plan = round_plan(project, bis, 1, first_round(len(bis.settings)),
+                      include_predicted=req.include_predicted, resume=req.resume)
+    return BisectPlan(bis, plan, *cost(len(bis.settings)))
+
+
+def run_bisect(project: Project, req: BisectRequest,
+               start: Callable[[Plan], SweepUI]) -> BisectResult:
+    """Run the bisect round by round until it decides; ``start(plan)`` is called before
+    each round with its plan and gives the UI its points report to."""
+    planned = plan_bisect(project, req)
+    bis, plan = planned.bisection, planned.plan
     k = len(bis.settings)
     rounds = [first_round(k)]
-    plan = round_plan(project, bis, 1, rounds[0], include_predicted=include_predicted,
-                      resume=resume)
-    first, at_most = cost(k)
-    if dry_run:
-        if as_json:
-            print_json(env, {"dry_run": True, "a": bis.a.run_id, "b": bis.b.run_id,
-                             "host": bis.host, "strategy": bis.strategy,
-                             "settings": [s.to_json() for s in bis.settings],
-                             "launches": {"first_round": first, "at_most": at_most},
-                             "notes": list(bis.notes), "plan": plan_json(plan)})
-        else:
-            emit(env, dry_run_blocks(bis, plan, first, at_most))
-        return ExitCode.OK
     measured: dict[Subset, Measured] = {}
     n = 1
     while True:
-        measured.update(_run_round(env, project, bis, n, plan, rounds[-1], resume=resume,
-                                   include_predicted=include_predicted, grace=grace))
+        measured.update(_run_round(project, req, bis, n, plan, rounds[-1], start))
         everything = frozenset(range(k))
         a_run, b_run = measured[frozenset()], measured[everything]
         for side, m in (("A", a_run), ("B", b_run)):
@@ -254,71 +274,46 @@ def run_bisect(env: Environment, run_a: str, run_b: str, *, dry_run: bool, resum
             break
         n += 1
         rounds.append(todo)
-        plan = round_plan(project, bis, n, todo, include_predicted=include_predicted,
-                          resume=resume)
-    result = BisectResult(bis, level, total, effects, measured, decision.found,
-                          decision.reason, n, first, at_most)
-    if as_json:
-        print_json(env, bisect_json(result))
-    else:
-        emit(env, bisect_blocks(result))
-    return ExitCode.OK if decision.found is not None else ExitCode.FAILED
+        plan = round_plan(project, bis, n, todo, include_predicted=req.include_predicted,
+                          resume=req.resume)
+    return BisectResult(bis, level, total, effects, measured, decision.found,
+                        decision.reason, n, planned.first_launches, planned.at_most)
 
 
-@dataclass(frozen=True)
-class BisectResult:
-    """What a bisect measured and found (the renderers' input)."""
-
-    bisection: Bisection
-    level: int
-    total: Effect
-    effects: dict[Subset, Effect]
-    measured: dict[Subset, Measured]
-    found: Subset | None
-    reason: str
-    rounds: int
-    first_launches: int
-    at_most: int
-
-    def label(self, subset: Subset) -> str:
-        return subset_label(subset, self.bisection.settings)
-
-
-def _run_round(env: Environment, project: Project, bis: Bisection, n: int, plan: Plan,
-               subsets: tuple[Subset, ...], *, resume: bool, include_predicted: bool,
-               grace: float) -> dict[Subset, Measured]:
+def _run_round(project: Project, req: BisectRequest, bis: Bisection, n: int, plan: Plan,
+               subsets: tuple[Subset, ...], start: Callable[[Plan], SweepUI]
+               ) -> dict[Subset, Measured]:
     """Run round ``n``'s plan as a sweep (under its lock) and read back each point's
     levels; a point not measured (skipped, failed) has none."""
-    from variantctl.cli.output import emit
-    from variantctl.cli.sweepflow import _term_as_interrupt, execute_plan
-    from variantctl.render.sweep import plan_blocks
     from variantctl.report.load import load_run
     from variantctl.sweeps.lock import sweep_lock
+    from variantctl.sweeps.signals import term_as_interrupt
     from variantctl.sweeps.state import read_state
+    from variantctl.usecases.sweep import execute_plan
 
+    env = project.env
     name = bis.round_name(n)
-    emit(env, [replace(b, err=True) for b in plan_blocks(plan, dry_run=False)])
-    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), _term_as_interrupt():
+    ui = start(plan)
+    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), term_as_interrupt():
         previous = read_state(project.runs.sweep_state_path(name))
-        doc, host_errors, interrupted = execute_plan(
-            env, project, plan, name, previous=previous, resume=resume,
-            include_predicted=include_predicted, grace=grace)
-    if interrupted:
+        swept = execute_plan(project, plan, name, ui, previous=previous, resume=req.resume,
+                             include_predicted=req.include_predicted, grace=req.grace)
+    if swept.interrupted:
         raise VariantctlError(f"bisect interrupted in round {n}",
                               hint="variantctl bisect ... --resume continues it",
                               exit_code=ExitCode.INTERRUPTED)
-    for host, err in host_errors.items():
+    for host, err in swept.host_errors.items():
         raise VariantctlError(f"bisect round {n}: host {host}: {err.message}",
                               exit_code=err.exit_code)
     out: dict[Subset, Measured] = {}
-    by_index = {int(e["index"]): e for e in doc["points"]}
+    by_index = {e.index: e for e in swept.doc.points}
     for i, subset in enumerate(subsets, start=1):
-        entry = by_index.get(i, {})
-        run_id = entry.get("run_id")
+        entry = by_index.get(i)
+        run_id = entry.run_id if entry is not None else None
+        status = entry.status if entry is not None else "not run"
         levels: tuple[LevelResult, ...] = ()
-        if entry.get("status") == "measured" and run_id:
-            run = load_run(project.runs, str(run_id))
+        if status == "measured" and run_id:
+            run = load_run(project.runs, run_id)
             levels = tuple(lv for _, r in run.results for lv in r.levels)
-        out[subset] = Measured(subset, n, str(entry.get("status", "not run")),
-                               str(run_id) if run_id else None, levels)
+        out[subset] = Measured(subset, n, status, run_id or None, levels)
     return out

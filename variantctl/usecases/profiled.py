@@ -1,9 +1,10 @@
-"""``bench --profile`` in the CLI: keep the events, export the trace, print the breakdown.
+"""``bench --profile``'s part that needs the project: the relaunch of a server with
+profiling on (it loads the variant catalog), and what follows a profiled ladder (the
+breakdowns, the raw events into the run, the Chrome trace); and ``check``'s warning
+for a profile patchset whose points the host's vLLM lacks.
 
-The collecting is :mod:`variantctl.bench.profile`; this module finds (or relaunches)
-the profiled server — it loads the variant catalog, which only the CLI layer does —
-and decides what is said where (stderr notes, tables on stdout), so
-``cli/benchflow.py`` needs a few calls.
+The collecting itself is :mod:`variantctl.bench.profile`; finding the server and
+recording are :mod:`variantctl.bench.step`'s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from variantctl.env import Environment
 from variantctl.hostmodel import Host
 from variantctl.project.loaded import Project
 from variantctl.runs.record import ServerRecord
@@ -22,39 +22,17 @@ from variantctl.targets.base import Target
 if TYPE_CHECKING:
     from variantctl.bench.profile import Collector
     from variantctl.bench.session import RunOutcome
+    from variantctl.bench.step import Into
+    from variantctl.env import Environment
     from variantctl.targets.profilepoints import Missing
     from variantctl.variants.model import ResolvedVariant
     from variantctl.variants.rules import Finding
 
 
-def _say(env: Environment, line: str) -> None:
-    env.stderr.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def ensure_profiled_server(project: Project, target: Target, host: Host, variant: str,
-                           note: Callable[[str], None]) -> tuple[ServerRecord, str]:
-    """The running server of ``variant`` with profiling on (relaunching it if needed)."""
-    from variantctl.bench.profile import ENV, server_profile_dir
-    from variantctl.bench.session import find_server
-    from variantctl.errors import TargetError, VariantctlError
-
-    try:
-        record = find_server(target, host, variant)
-    except TargetError:
-        raise  # the host itself is the problem: a launch would not fare better
-    except VariantctlError as exc:  # not running, still starting, not answering
-        note(f"{variant}: {exc.message}; launching it with profiling on")
-        return _relaunch(project, target, host, variant, note)
-    directory = server_profile_dir(target, record)
-    if directory:
-        return record, directory
-    note(f"{variant}: its server ({record.ident}) runs without {ENV}; relaunching it "
-         "with profiling on")
-    return _relaunch(project, target, host, variant, note)
-
-
-def _relaunch(project: Project, target: Target, host: Host, variant: str,
-              note: Callable[[str], None]) -> tuple[ServerRecord, str]:
+def relaunch_profiled(project: Project, target: Target, host: Host, variant: str,
+                      note: Callable[[str], None]) -> tuple[ServerRecord, str]:
+    """Launch ``variant`` again on ``host`` with VARIANTCTL_PROFILE set to its profile
+    directory (replacing its running server): its record and that directory."""
     from variantctl.bench.profile import ENV, profile_dir
     from variantctl.errors import VariantctlError
     from variantctl.exitcodes import ExitCode
@@ -83,37 +61,27 @@ def _relaunch(project: Project, target: Target, host: Host, variant: str,
     return result.record, directory
 
 
-def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutcome,
-                       record: ServerRecord, *,
-                       store: bool, trace: Path | None, several: bool) -> RunOutcome:
-    """The outcome with its breakdowns; raw events into the run record; the trace file."""
+def after_profiled_run(collector: Collector, outcome: RunOutcome, into: Into | None, *,
+                       trace: Path | None, several: bool,
+                       note: Callable[[str], None]) -> RunOutcome:
+    """The outcome with its breakdowns; raw events into the run (``into``: None, not
+    recorded); the trace file. What was done is said through ``note``."""
     from variantctl.bench import profile
     from variantctl.bench.profile import empty_hint
+    from variantctl.bench.step import record_profile
 
     outcome = replace(outcome, profile=tuple(profile.summaries(collector)))
     if not any(lv.events for lv in collector.levels):
-        _say(env, "warning: " + empty_hint(outcome.label, collector.directory))
-    if store:
-        path = profile.store(collector, record, outcome.label, env.now(),
-                                 runs_root=env.runs_dir)
-        if path is not None:
-            _say(env, f"{outcome.label}: profile events stored {path}")
+        note("warning: " + empty_hint(outcome.label, collector.directory))
+    if into is not None:
+        path = record_profile(into, collector, outcome.label)
+        note(f"{outcome.label}: profile events stored {path}")
     if trace is not None:
         own = trace.with_name(f"{trace.stem}-{outcome.label}{trace.suffix or '.json'}") \
             if several else trace
         profile.write_trace(collector, own)
-        _say(env, f"{outcome.label}: Chrome trace written {own}")
+        note(f"{outcome.label}: Chrome trace written {own}")
     return outcome
-
-
-def print_profiles(env: Environment, outcomes: Sequence[RunOutcome]) -> None:
-    """The breakdown tables of every profiled outcome."""
-    from variantctl.render.profile import breakdown_tables
-
-    for o in outcomes:
-        if o.profile:
-            for table in breakdown_tables(o.label, o.profile):
-                env.stdout.print(table)
 
 
 def profile_point_findings(env: Environment, target: Target, host: Host,

@@ -1,30 +1,64 @@
-"""Effects behind ``variantctl classify``: reading logs, loading a variant's expectations,
-and the exit code by verdict kind."""
+"""``classify``: read each log bounded, classify it with the project's catalog, check
+it against a variant's expectations; ``--suggest``: a signature built from a log's
+decisive line, checked against the log and the shipped signatures' examples."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from variantctl.errors import VariantctlError
-from variantctl.exitcodes import ExitCode
 from variantctl.logs.bounded import MAX_BYTES, MAX_LINE, ReadStats, bounded_lines
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.model import Catalog, Signature
 from variantctl.logs.result import Result
 from variantctl.project.loaded import Project
 
-#: exit code per verdict kind; with several logs the most severe (first in this order) wins
-KIND_EXIT = {
-    "failed": ExitCode.FAILED,
-    "hang": ExitCode.HANG,
-    "unknown": ExitCode.UNKNOWN,
-    "warning": ExitCode.OK,
-    "ok": ExitCode.OK,
-}
-_SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
 #: bytes per read() of a log
 _CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ClassifyRequest:
+    """``classify LOG…``'s options."""
+
+    logs: tuple[Path, ...]
+    expect: str | None = None
+    suggest: bool = False
+    exited: bool | None = None
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One log: its verdict, the expectation mismatches, and with ``--suggest`` the
+    suggested signature file."""
+
+    display: str
+    result: Result
+    mismatches: tuple[Mismatch, ...] = ()
+    suggestion: str | None = None
+
+
+def classify_logs(project: Project, req: ClassifyRequest, cwd: Path,
+                  warn: Callable[[str], None]) -> tuple[Classified, ...]:
+    """Every log classified in order; what the bounds on reading removed goes to
+    ``warn``."""
+    from variantctl.logs.classify import classify_text
+    from variantctl.logs.expect import check_log
+
+    catalog = project.signatures
+    wanted = load_expectations(project, req.expect) if req.expect else None
+    out = []
+    for path in req.logs:
+        text, stats = read_log(cwd / path, str(path))
+        for warning in read_warnings(str(path), stats):
+            warn(warning)
+        result = classify_text(text, catalog, exited=req.exited)
+        mismatches = check_log(result, *wanted) if wanted else []
+        suggestion = suggestion_yaml(str(path), text, result, catalog) if req.suggest else None
+        out.append(Classified(str(path), result, tuple(mismatches), suggestion))
+    return tuple(out)
 
 
 def read_log(path: Path, display: str) -> tuple[str, ReadStats]:
@@ -68,32 +102,6 @@ def load_expectations(
     return dict(variant.expect), dict(variant.args)
 
 
-def exit_code(results: Sequence[tuple[str, Result, Sequence[Mismatch]]]) -> int:
-    """The most severe verdict's exit code; expectation mismatches count as a failure."""
-    if not results:
-        return ExitCode.OK
-    worst = min(results, key=lambda r: _SEVERITY.index(r[1].kind))[1].kind
-    code = int(KIND_EXIT[worst])
-    if code == ExitCode.OK and any(m for _, _, m in results):
-        return int(ExitCode.FAILED)
-    return code
-
-
-def fixture_texts() -> list[tuple[str, str]]:
-    """``(name, text)`` of the logs a suggested pattern must not match: the shipped
-    signatures' own examples, and the repository's log fixtures when variantctl runs from
-    a checkout (``tests/fixtures/logs``)."""
-    from variantctl.config.catalog import default_catalog
-
-    out = [(f"example of {s.id}", "\n".join(s.examples)) for s in default_catalog().signatures
-           if s.examples]
-    root = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "logs"
-    if root.is_dir():
-        for p in sorted(root.glob("*/*.log")):
-            out.append((str(p.relative_to(root)), p.read_text("utf-8", errors="replace")))
-    return out
-
-
 def suggestion_yaml(display: str, text: str, result: Result, catalog: Catalog) -> str:
     """The ``--suggest`` output for one log: a signature file (YAML) with the checks that
     were run written as comments, or one comment line saying why there is none."""
@@ -106,7 +114,7 @@ def suggestion_yaml(display: str, text: str, result: Result, catalog: Catalog) -
     if not wants_suggestion(result):
         return (f"# {display}: already classified as {result.signature} ({result.kind}); "
                 "--suggest is for unknown or generic failures\n")
-    fixtures = fixture_texts()
+    examples = example_texts()
     for quoted in (True, False):  # generic first; narrower when that matches a fixture
         s = suggest(text, result, quoted=quoted)
         if s is None:
@@ -119,7 +127,7 @@ def suggestion_yaml(display: str, text: str, result: Result, catalog: Catalog) -
         matches_log = again.signature == sig_id
         sig = extended.get(sig_id)
         assert sig is not None
-        hits = [name for name, fixture in fixtures if _matches(sig, fixture)]
+        hits = [name for name, example in examples if matches(sig, example, catalog)]
         if matches_log and not hits:
             break
     assert s is not None
@@ -135,15 +143,19 @@ def suggestion_yaml(display: str, text: str, result: Result, catalog: Catalog) -
     return "\n".join(lines) + "\n" + body
 
 
-def _matches(sig: Signature, text: str) -> bool:
-    from variantctl.logs.normalize import normalize
+def example_texts() -> list[tuple[str, str]]:
+    """``(name, text)`` of the logs a suggested pattern must not match: the shipped
+    signatures' own examples."""
+    from variantctl.config.catalog import default_catalog
 
-    low = text.lower()
-    if not any(k in low for k in sig.keywords):
-        return False
-    for line in text.splitlines():
-        if any(k in line.lower() for k in sig.keywords):
-            norm = normalize(line)
-            if any(rx.search(norm) for rx in sig.patterns):
-                return True
-    return False
+    return [(f"example of {s.id}", "\n".join(s.examples))
+            for s in default_catalog().signatures if s.examples]
+
+
+def matches(sig: Signature, text: str, catalog: Catalog) -> bool:
+    """Whether ``sig`` matches in ``text``, judged by the one classifier
+    (:func:`variantctl.logs.classify.classify_text`) with ``sig`` as its only signature."""
+    from variantctl.logs.classify import classify_text
+
+    result = classify_text(text, Catalog(catalog.version, (sig,), catalog.phases))
+    return sig.id in {result.signature, *(m.signature for m in (*result.warnings, *result.also))}

@@ -1,0 +1,57 @@
+"""``bench``'s output around the result tables: each outcome as ``--json`` gives it,
+the profile breakdowns, and what went wrong per target (returns, never prints)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from variantctl.jsontypes import JsonObject
+from variantctl.render.output import Block
+
+if TYPE_CHECKING:
+    from variantctl.bench.session import RunOutcome
+
+
+def outcome_json(o: RunOutcome) -> JsonObject:
+    """One target's ``variantctl.bench/1`` object, with its intervals, where it was
+    stored, the server's death and the profile breakdowns."""
+    from variantctl.bench.uncertainty import levels_json
+
+    doc = o.result.to_json()
+    doc["intervals"] = levels_json(o.result.levels, o.result.params.until_ci)
+    doc["stored"] = None if o.stored is None else str(o.stored)
+    doc["server_death"] = None if o.death is None else o.death.to_json()
+    if o.profile is not None:
+        doc["profile"] = o.profile
+    return doc
+
+
+def profile_blocks(outcomes: Sequence[RunOutcome]) -> list[Block]:
+    """The breakdown tables of every profiled outcome."""
+    from variantctl.render.profile import breakdown_tables
+
+    return [Block(table) for o in outcomes if o.profile
+            for table in breakdown_tables(o.label, o.profile)]
+
+
+def trouble_blocks(outcomes: Sequence[RunOutcome]) -> list[Block]:
+    """Per target: the server's death, the levels whose every request failed, an
+    interruption (stderr but the death's own blocks)."""
+    from variantctl.render.bench import death_blocks
+
+    out: list[Block] = []
+    for o in outcomes:
+        if o.death is not None:
+            out += death_blocks(o.death)
+        for lv in o.failed_levels:
+            out.append(_line(f"error: {o.label}: every request of the level at concurrency "
+                             f"{lv.concurrency} failed ({', '.join(lv.errors) or 'no reason'})"))
+        if o.interrupted:
+            out.append(_line(f"{o.label}: interrupted; partial results kept"))
+    return out
+
+
+def _line(line: str) -> Block:
+    # as printed before these moved here: plain, folded at the terminal's width
+    return Block(line, err=True, markup=False, highlight=False)

@@ -1,0 +1,129 @@
+"""``runs``, ``runs show``, ``runs trend``, ``compare``, ``profile`` and ``report``:
+what the run store holds, read and checked (the store alone reads the files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from variantctl.env import Environment
+from variantctl.project.loaded import Project
+
+#: where to look when ``runs trend`` finds no run of its target
+HINT_TREND = ("variantctl runs lists the runs: VARIANT column, or the 10-hex key before "
+              "the run id's '-N'")
+#: a run whose benchmark file is damaged cannot be compared
+HINT_COMPARE = "run {run}'s benchmark file is damaged; compare needs every one it lists"
+
+if TYPE_CHECKING:
+    from variantctl.report.compare import Comparison
+    from variantctl.report.model import ReportInput
+    from variantctl.report.trend import Trend
+    from variantctl.runs.profilefile import StoredProfile
+    from variantctl.runs.run import RunRecord
+    from variantctl.runs.store import RunDir
+
+
+def list_runs(env: Environment, *, variant: str | None, verdict: str | None
+              ) -> tuple[Path, list[dict[str, Any]]]:
+    """The store's root and one summary row per run (``runs --json``'s objects), those
+    of ``variant`` and ``verdict`` when given."""
+    from variantctl.render.runs import summary_json
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    rows = [summary_json(d, rec) for d, rec in store.records()]
+    if variant is not None:
+        rows = [r for r in rows if r["variant"] == variant]
+    if verdict is not None:
+        rows = [r for r in rows if r.get("verdict") == verdict]
+    return store.root, rows
+
+
+def show_run(env: Environment, run_id: str) -> tuple[RunDir, RunRecord]:
+    """The run ``run_id`` (an id or unique prefix) and its record."""
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    d = store.find(run_id)
+    return d, store.read(d.path)
+
+
+def trend_of(env: Environment, target: str, metric: str) -> Trend:
+    """The runs of configuration key (or variant) ``target``, figure by figure."""
+    from variantctl.errors import NotFoundError
+    from variantctl.report.load import load_run
+    from variantctl.report.trend import trend as make_trend
+    from variantctl.runs.run import RunRecord
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    ids = [d.run_id for d in store.of_key(target)]
+    if not ids:
+        ids = [d.run_id for d, rec in store.records()
+               if isinstance(rec, RunRecord) and rec.variant_name == target]
+    if not ids:
+        raise NotFoundError(f"no run of variant or configuration key {target!r} in "
+                            f"{store.root}",
+                            hint=HINT_TREND)
+    return make_trend([load_run(store, i) for i in ids], metric)
+
+
+def compare_runs(env: Environment, run_a: str, run_b: str) -> Comparison:
+    """Two runs' benchmarks compared, beside what differs between them."""
+    from variantctl.jsonfields import StoredFileError
+    from variantctl.report.compare import compare
+    from variantctl.report.load import load_run
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    a, b = load_run(store, run_a), load_run(store, run_b)
+    for run in (a, b):
+        if run.unreadable:  # a comparison without its numbers would mislead
+            raise StoredFileError(f"{run.unreadable[0]}",
+                                  hint=HINT_COMPARE.format(run=run.run_id))
+    return compare(a, b)
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    """The profile files a ``bench --profile`` stored in one run."""
+
+    run_id: str
+    variant: str
+    files: tuple[StoredProfile, ...]
+
+
+def run_profile(env: Environment, run_id: str) -> RunProfile:
+    """Every profile file run ``run_id`` lists, read and validated."""
+    from variantctl.errors import NotFoundError
+    from variantctl.jsonfields import StoredFileError
+    from variantctl.runs.store import RunStore
+
+    store = RunStore(env.runs_dir)
+    d = store.find(run_id)
+    record = store.read(d.path)
+    if not record.profiles:
+        raise NotFoundError(f"run {d.run_id} has no profile (its run.json lists no "
+                            f"profile-*.json in {d.path})",
+                            hint=f"variantctl bench {d.variant} --profile collects one")
+    stored = []
+    for name in record.profiles:
+        try:
+            stored.append(store.read_profile(d.path, name))
+        except FileNotFoundError:
+            raise StoredFileError(f"{d.path / name}: missing (listed in run.json)") from None
+    return RunProfile(d.run_id, d.variant, tuple(stored))
+
+
+def make_report(project: Project, sources: Sequence[str], fmt: str, out: Path | None,
+                title: str | None) -> tuple[ReportInput, list[Path]]:
+    """The report of sweeps and runs ``sources``, written: its input and the files
+    written (the report first, then its plots)."""
+    from variantctl.report.write import gather, write_report
+
+    data, name = gather(project.env, sources, title, signatures=project.signatures,
+                        hosts=project.hosts)
+    return data, write_report(project.env, data, fmt, out, name)
