@@ -360,6 +360,9 @@ def _signature(
     groups: set[str] = {"phase"} if data["kind"] == "hang" else set()
     for rx in patterns:
         groups.update(rx.groupindex)
+    if groups & {"arg", "flag", "args"}:
+        # filled by the classifier from the removed-argument table (variantctl/removed_args.py)
+        groups |= {"removed_in", "last_with"}
     for key in ("message", "remediation", "remediation_no_gpu"):
         for name in re.findall(r"\{(\w+)\}", data[key]):
             if data["generic"] and not patterns:

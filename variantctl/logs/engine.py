@@ -20,6 +20,7 @@ from variantctl.logs.facts import FactsBuilder
 from variantctl.logs.model import Catalog, Signature
 from variantctl.logs.normalize import has_header, normalize, split_header, timestamp_of
 from variantctl.logs.result import Evidence, Match, Result
+from variantctl.removed_args import removed
 
 #: lines before the current one, newest last: ``history(n) -> [(lineno, raw), …]``
 History = Callable[[int], Sequence[tuple[int, str]]]
@@ -408,7 +409,7 @@ class Engine:
         )
 
     def _record(self, sig: Signature, m: re.Match[str], evidence: tuple[Evidence, ...]) -> Match:
-        captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        captures = _with_removal({k: v for k, v in m.groupdict().items() if v is not None})
         match = self._new_match(sig, captures, evidence, generic=sig.generic,
                                 level=split_header(normalize(evidence[0].text))[0])
         if sig.kind == "hang":
@@ -751,6 +752,24 @@ class Engine:
             captures=MappingProxyType(captures),
             **base,  # type: ignore[arg-type]
         )
+
+
+#: captures that name an engine argument or CLI flag (the first one, for argparse's list)
+_ARG_CAPTURES = ("arg", "flag", "args")
+_FIRST_ARG = re.compile(r"--?[A-Za-z][\w\-]*|[A-Za-z_]\w*")
+
+
+def _with_removal(captures: dict[str, str]) -> dict[str, str]:
+    """Add ``removed_in`` / ``last_with`` (the mined release table) when a capture names an
+    engine argument that a vLLM release removed: a wrapper passing it through the Python
+    API and a command line passing its flag get the same "removed in" finding."""
+    for name in _ARG_CAPTURES:
+        value = captures.get(name)
+        first = _FIRST_ARG.search(value) if value else None
+        span = removed(first.group()) if first else None
+        if span is not None:
+            return {**captures, "last_with": span[0], "removed_in": span[1]}
+    return captures
 
 
 def _dedupe(failures: list[Match]) -> list[Match]:
