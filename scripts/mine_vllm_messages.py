@@ -68,7 +68,9 @@ ANCHORS: dict[str, str] = {
         r"|^No available memory for the cache blocks|KV cache is needed, which is larger than",
     "cuda-oom": r"out of memory occurred when warming up",
     "nccl-error": r"^NCCL error",
-    "flashinfer-unavailable": r"^FlashInfer is not available|FlashInfer .*sampl\w* is disabled",
+    "flashinfer-unavailable": r"^FlashInfer is not available|FlashInfer .*sampl\w* is disabled"
+                              r"|^Selected backend \{\} is not valid for this configuration",
+    "port-in-use": r"^port \{\} is used by process",
     "flash-attn-missing-fallback": r"^Cannot use FlashAttention",
     "multistep-v0-fallback": r"num-scheduler-steps is not supported by the V1 Engine"
                              r"|^\{\} is not supported by the V1 Engine",
@@ -88,6 +90,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "xformers-multistep-unsupported": ("Multi-Step", "XFORMERS"),
     "multistep-chunked-prefill-unsupported": ("Multi-Step + Chunked-Prefill", "XFORMERS"),
     "multistep-v0-fallback": ("--num-scheduler-steps",),
+    # the selector's message names the rejected backend (FlashInfer here) and its reasons
+    "flashinfer-unavailable": ("AttentionBackendEnum.FLASHINFER", "['head_size not supported']"),
+    "port-in-use": ("8000", "psutil.Process(pid=42, name='python3')"),
 }
 
 #: wordings printed by torch or the OS, not by vLLM: (signature, platform, text)
@@ -104,6 +109,17 @@ PLATFORM_WORDINGS: tuple[tuple[str, str, str], ...] = (
     ("port-in-use", "macOS", "OSError: [Errno 48] Address already in use"),
     ("port-in-use", "Windows",
      "OSError: [WinError 10048] Only one usage of each socket address (protocol/network address/port) is normally permitted"),
+    # torch.distributed's TCPStore (c10d/socket.cpp), the store port taken
+    ("port-in-use", "torch TCPStore",
+     "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"),
+    ("port-in-use", "torch TCPStore (bind)",
+     "torch.distributed.DistNetworkError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use)."),
+    # csrc/custom_all_reduce.cuh's CUDACHECK (C++, not in the wheel's Python sources)
+    ("custom-allreduce-failed", "vLLM C++ (custom_all_reduce.cuh)",
+     "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'"),
+    # Python's own wording for a keyword a dataclass __init__ does not take
+    ("engine-arg-removed", "Python (dataclass __init__)",
+     "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'swap_space'"),
     ("cuda-graph-capture-error", "CUDA", "RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ("cuda-graph-capture-error", "HIP", "RuntimeError: HIP error: hipErrorStreamCaptureUnsupported"),
     # torch/_inductor/exc.py: InductorError(f"{type(inner).__name__}: {inner}") around the
