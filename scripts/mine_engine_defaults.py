@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from mine_vllm_messages import DEFAULT_RELEASES, cache_dir, find_wheel  # noqa: E402
+from mine_vllm_messages import ENGINE_DEFAULT_RELEASES, cache_dir, find_wheel  # noqa: E402
 
 from variantctl.logs.facts import ARG_TO_CONFIG, CONFIG_KEYS  # noqa: E402
 
@@ -205,7 +205,7 @@ def _release_key(release: str) -> tuple[int, ...]:
 
 
 def main(argv: list[str]) -> int:
-    releases = list(DEFAULT_RELEASES)
+    releases = list(ENGINE_DEFAULT_RELEASES)
     sites: dict[str, Path] = {}
     offline = check = False
     it = iter(argv)

@@ -31,9 +31,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-#: a spread of releases: 0.2 … 0.33, the V0 -> V1 transition (0.7-0.10) included
-DEFAULT_RELEASES = ("0.2.0", "0.3.0", "0.4.2", "0.5.5", "0.6.3.post1", "0.6.6", "0.7.3",
-                    "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.33.0")
+#: the releases whose EngineArgs defaults are mined (scripts/mine_engine_defaults.py)
+ENGINE_DEFAULT_RELEASES = ("0.2.0", "0.3.0", "0.4.2", "0.5.5", "0.6.3.post1", "0.6.6", "0.7.3",
+                           "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.33.0")
+
+#: the last release of every minor line from 0.5 to the newest on the index (0.34), plus
+#: the older spread 0.2-0.4 and the 0.6.3.post1 the seed runs
+DEFAULT_RELEASES = ("0.2.0", "0.3.0", "0.4.2", "0.5.5", "0.6.3.post1", "0.6.6.post1", "0.7.3",
+                    "0.8.5.post1", "0.9.2", "0.10.2", "0.11.2", "0.12.0", "0.13.0", "0.14.1",
+                    "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.20.2", "0.21.0",
+                    "0.22.1", "0.23.0", "0.24.0", "0.25.1", "0.26.0", "0.27.1", "0.28.0",
+                    "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 
 #: signature (or ``phase:<id>``) -> anchor regex picking its wordings among the templates
 ANCHORS: dict[str, str] = {
@@ -60,7 +68,9 @@ ANCHORS: dict[str, str] = {
         r"|^No available memory for the cache blocks|KV cache is needed, which is larger than",
     "cuda-oom": r"out of memory occurred when warming up",
     "nccl-error": r"^NCCL error",
-    "flashinfer-unavailable": r"^FlashInfer is not available|FlashInfer .*sampl\w* is disabled",
+    "flashinfer-unavailable": r"^FlashInfer is not available|FlashInfer .*sampl\w* is disabled"
+                              r"|^Selected backend \{\} is not valid for this configuration",
+    "port-in-use": r"^port \{\} is used by process",
     "flash-attn-missing-fallback": r"^Cannot use FlashAttention",
     "multistep-v0-fallback": r"num-scheduler-steps is not supported by the V1 Engine"
                              r"|^\{\} is not supported by the V1 Engine",
@@ -80,6 +90,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "xformers-multistep-unsupported": ("Multi-Step", "XFORMERS"),
     "multistep-chunked-prefill-unsupported": ("Multi-Step + Chunked-Prefill", "XFORMERS"),
     "multistep-v0-fallback": ("--num-scheduler-steps",),
+    # the selector's message names the rejected backend (FlashInfer here) and its reasons
+    "flashinfer-unavailable": ("AttentionBackendEnum.FLASHINFER", "['head_size not supported']"),
+    "port-in-use": ("8000", "psutil.Process(pid=42, name='python3')"),
 }
 
 #: wordings printed by torch or the OS, not by vLLM: (signature, platform, text)
@@ -96,6 +109,17 @@ PLATFORM_WORDINGS: tuple[tuple[str, str, str], ...] = (
     ("port-in-use", "macOS", "OSError: [Errno 48] Address already in use"),
     ("port-in-use", "Windows",
      "OSError: [WinError 10048] Only one usage of each socket address (protocol/network address/port) is normally permitted"),
+    # torch.distributed's TCPStore (c10d/socket.cpp), the store port taken
+    ("port-in-use", "torch TCPStore",
+     "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"),
+    ("port-in-use", "torch TCPStore (bind)",
+     "torch.distributed.DistNetworkError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use)."),
+    # csrc/custom_all_reduce.cuh's CUDACHECK (C++, not in the wheel's Python sources)
+    ("custom-allreduce-failed", "vLLM C++ (custom_all_reduce.cuh)",
+     "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'"),
+    # Python's own wording for a keyword a dataclass __init__ does not take
+    ("engine-arg-removed", "Python (dataclass __init__)",
+     "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'swap_space'"),
     ("cuda-graph-capture-error", "CUDA", "RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     ("cuda-graph-capture-error", "HIP", "RuntimeError: HIP error: hipErrorStreamCaptureUnsupported"),
     # torch/_inductor/exc.py: InductorError(f"{type(inner).__name__}: {inner}") around the
@@ -132,6 +156,33 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "wheels"
 
 
+def source_dir(release: str) -> Path:
+    """Where ``release``'s ``vllm/**.py`` files are kept once extracted (outside the repo)."""
+    return cache_dir().parent / "vllm-src" / release
+
+
+def extract(release: str, cache: Path, *, download: bool) -> Path | None:
+    """``release``'s ``vllm/**.py`` files in :func:`source_dir`: the wheel is downloaded,
+    only its Python sources are extracted, and the wheel (hundreds of MB) is deleted."""
+    dest = source_dir(release)
+    if (dest / ".complete").exists():
+        return dest
+    had = find_wheel(release, cache, download=False)
+    wheel = had or find_wheel(release, cache, download=download)
+    if wheel is None:
+        return None
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if name.startswith("vllm/") and name.endswith(".py") and ".." not in name:
+                out = dest / name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(zf.read(name))
+    (dest / ".complete").write_text(wheel.name)
+    if had is None:
+        wheel.unlink()  # fetched only for this: the sources are all that is kept
+    return dest
+
+
 def find_wheel(release: str, cache: Path, *, download: bool) -> Path | None:
     """The cached wheel of ``release``, fetched with pip when missing (and ``download``)."""
     found = sorted(cache.glob(f"vllm-{release}-*.whl"))
@@ -144,23 +195,31 @@ def find_wheel(release: str, cache: Path, *, download: bool) -> Path | None:
     return found[0] if found else None
 
 
-def wordings(wheel: Path, anchors: Sequence[re.Pattern[str]]) -> Iterator[Wording]:
-    """Message templates of the wheel's modules that mention an anchor's literal words."""
-    words = {w.lower().encode() for a in anchors for w in re.findall(r"[A-Za-z_]{6,}", a.pattern)}
-    with zipfile.ZipFile(wheel) as zf:
+def _members(source: Path) -> Iterator[tuple[str, bytes]]:
+    """``(vllm/…py, bytes)`` of a wheel or of an extracted source directory."""
+    if source.is_dir():
+        for path in sorted(source.rglob("*.py")):
+            yield path.relative_to(source).as_posix(), path.read_bytes()
+        return
+    with zipfile.ZipFile(source) as zf:
         for name in zf.namelist():
-            if not (name.startswith("vllm/") and name.endswith(".py")):
-                continue
-            data = zf.read(name)
-            low = data.lower()
-            if not _MODULE_HINT.search(data) or not any(w in low for w in words):
-                continue
-            try:
-                tree = ast.parse(data)
-            except SyntaxError:
-                continue
-            for line, template in templates(tree):
-                yield Wording(name, line, template)
+            if name.startswith("vllm/") and name.endswith(".py"):
+                yield name, zf.read(name)
+
+
+def wordings(wheel: Path, anchors: Sequence[re.Pattern[str]]) -> Iterator[Wording]:
+    """Message templates of the release's modules that mention an anchor's literal words."""
+    words = {w.lower().encode() for a in anchors for w in re.findall(r"[A-Za-z_]{6,}", a.pattern)}
+    for name, data in _members(wheel):
+        low = data.lower()
+        if not _MODULE_HINT.search(data) or not any(w in low for w in words):
+            continue
+        try:
+            tree = ast.parse(data)
+        except SyntaxError:
+            continue
+        for line, template in templates(tree):
+            yield Wording(name, line, template)
 
 
 def templates(tree: ast.AST) -> Iterator[tuple[int, str]]:
@@ -245,7 +304,7 @@ def mine(releases: Sequence[str], *, download: bool = True, cache: Path | None =
     compiled = {k: re.compile(v, re.I) for k, v in ANCHORS.items()}
     rows: list[dict[str, object]] = []
     for release in releases:
-        wheel = find_wheel(release, cache, download=download)
+        wheel = extract(release, cache, download=download)
         if wheel is None:
             rows.append({"signature": "*", "release": release, "status": "no wheel"})
             continue
@@ -271,13 +330,93 @@ def mine(releases: Sequence[str], *, download: bool = True, cache: Path | None =
     return rows
 
 
+def _key(release: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in release.split(".post")[0].split("."))
+
+
+def message_table(rows: Sequence[dict[str, object]]) -> list[dict[str, object]]:
+    """The compact table: one entry per (signature, template) with the first and last
+    mined release that prints it and the releases where it was seen."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if "wording" in r and not str(r["release"]).startswith("platform"):
+            seen.setdefault((str(r["signature"]), str(r["wording"])), []).append(str(r["release"]))
+    return [{"signature": sig, "template": tpl, "first": min(rel, key=_key),
+             "last": max(rel, key=_key), "releases": sorted(set(rel), key=_key),
+             "samples": list(SAMPLES.get(sig, ()))}
+            for (sig, tpl), rel in sorted(seen.items())]
+
+
+def engine_arg_names(source: Path) -> set[str]:
+    """The public field names of ``EngineArgs`` in a release's ``vllm/engine/arg_utils.py``."""
+    path = source / "vllm" / "engine" / "arg_utils.py"
+    if not path.exists():
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
+            for stmt in node.body:
+                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                        and not stmt.target.id.startswith("_")):
+                    names.add(stmt.target.id)
+    return names
+
+
+def removed_args(releases: Sequence[str], *, download: bool = True) -> dict[str, tuple[str, str]]:
+    """``{engine arg: (last release that has it, first release without it)}`` for the
+    arguments that disappeared from ``EngineArgs`` and never came back."""
+    cache = cache_dir()
+    fields: list[tuple[str, set[str]]] = []
+    for release in releases:
+        source = extract(release, cache, download=download)
+        names = engine_arg_names(source) if source else set()
+        if names:
+            fields.append((release, names))
+    out: dict[str, tuple[str, str]] = {}
+    for i in range(1, len(fields)):
+        (prev, before), (release, now) = fields[i - 1], fields[i]
+        for name in sorted(before - now):
+            if not any(name in later for _, later in fields[i:]):
+                out[name] = (prev, release)
+    return out
+
+
+def write_removed_args(path: Path, table: dict[str, tuple[str, str]]) -> None:
+    rows = "".join(f"    {k!r}: ({a!r}, {b!r}),\n" for k, (a, b) in sorted(table.items()))
+    path.write_text(
+        '"""Engine arguments removed from vLLM: ``{name: (last release that has it, first\n'
+        "release without it)}`` among the mined releases (every minor line's last release).\n\n"
+        "Generated by ``scripts/mine_vllm_messages.py --write-removed-args`` from each release's\n"
+        "``EngineArgs`` (do not edit). Used by the log classifier (a removed argument named by\n"
+        "``TypeError: … unexpected keyword argument`` or argparse) and by ``variantctl check``.\n"
+        '"""\n\nfrom __future__ import annotations\n\n'
+        "REMOVED_ARGS: dict[str, tuple[str, str]] = {\n" + rows + "}\n\n\n"
+        "def removed(arg: str) -> tuple[str, str] | None:\n"
+        '    """``(last release with it, first without it)`` of an engine argument or its CLI\n'
+        '    flag (``max_seq_len_to_capture``, ``--max-seq-len-to-capture``); None: not removed."""\n'
+        '    return REMOVED_ARGS.get(arg.strip().lstrip("-").split("=")[0].replace("-", "_"))\n')
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--releases", default=",".join(DEFAULT_RELEASES))
     ap.add_argument("--offline", action="store_true", help="only use wheels already cached")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write-removed-args", metavar="PATH", type=Path,
+                    help="write the removed engine-argument table (variantctl/removed_args.py)")
+    ap.add_argument("--write-table", metavar="PATH", type=Path,
+                    help="write the mined message table (tests/data/vllm_messages.json)")
     ns = ap.parse_args(argv)
-    rows = mine([r for r in ns.releases.split(",") if r], download=not ns.offline)
+    releases = [r for r in ns.releases.split(",") if r]
+    if ns.write_removed_args:
+        write_removed_args(ns.write_removed_args,
+                           removed_args([r for r in releases if _key(r) >= (0, 5)],
+                                        download=not ns.offline))
+        return 0
+    rows = mine(releases, download=not ns.offline)
+    if ns.write_table:
+        ns.write_table.write_text(json.dumps({"releases": releases, "messages": message_table(rows)},
+                                             indent=0, sort_keys=True) + "\n")
     if ns.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -157,6 +157,8 @@ class PhaseData(_PhaseOptional):
     start: tuple[str, ...]
     end_keywords: tuple[str, ...]
     end: tuple[str, ...]
+    done_keywords: tuple[str, ...]
+    done: tuple[str, ...]
     serving: bool
     engine_ready: bool
     frames: tuple[str, ...]
@@ -220,6 +222,8 @@ PHASE = Struct(
         "start": Field(ListOf(_REGEX, single=True, min_len=1), required=True),
         "end_keywords": Field(ListOf(_KEYWORD, single=True), default=()),
         "end": Field(ListOf(_REGEX, single=True), default=()),
+        "done_keywords": Field(ListOf(_KEYWORD, single=True), default=()),
+        "done": Field(ListOf(_REGEX, single=True), default=()),
         "hang": Field(Str(pattern=_ID, what="a signature id")),
         "serving": Field(Bool(), default=False),
         "engine_ready": Field(Bool(), default=False),
@@ -317,6 +321,8 @@ def _phase(data: PhaseData, path: KeyPath, doc: Document) -> Phase:
         start=tuple(compile_pattern(p) for p in data["start"]),
         end=tuple(compile_pattern(p) for p in data["end"]),
         end_keywords=tuple(data["end_keywords"]),
+        done=tuple(compile_pattern(p) for p in data["done"]),
+        done_keywords=tuple(data["done_keywords"]),
         hang=data.get("hang"),
         serving=data["serving"],
         engine_ready=data["engine_ready"],
@@ -360,6 +366,9 @@ def _signature(
     groups: set[str] = {"phase"} if data["kind"] == "hang" else set()
     for rx in patterns:
         groups.update(rx.groupindex)
+    if groups & {"arg", "flag", "args"}:
+        # filled by the classifier from the removed-argument table (variantctl/removed_args.py)
+        groups |= {"removed_in", "last_with"}
     for key in ("message", "remediation", "remediation_no_gpu"):
         for name in re.findall(r"\{(\w+)\}", data[key]):
             if data["generic"] and not patterns:

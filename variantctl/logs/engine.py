@@ -17,9 +17,10 @@ from types import MappingProxyType
 
 from variantctl.logs.facts import KEYWORDS as FACT_KEYWORDS
 from variantctl.logs.facts import FactsBuilder
-from variantctl.logs.model import Catalog, Signature
+from variantctl.logs.model import Catalog, Phase, Signature
 from variantctl.logs.normalize import has_header, normalize, split_header, timestamp_of
 from variantctl.logs.result import Evidence, Match, Result
+from variantctl.removed_args import removed
 
 #: lines before the current one, newest last: ``history(n) -> [(lineno, raw), …]``
 History = Callable[[int], Sequence[tuple[int, str]]]
@@ -188,6 +189,8 @@ class Engine:
         self.facts = FactsBuilder()
         self.phase_idx = -1
         self.phase_evidence: Evidence | None = None
+        #: the line by which the current phase's own progress said it finished (if any)
+        self.phase_done: Evidence | None = None
         self.matches: list[Match] = []
         self.hang_evidence: list[tuple[str, Evidence]] = []
         self.ready: Match | None = None
@@ -408,7 +411,7 @@ class Engine:
         )
 
     def _record(self, sig: Signature, m: re.Match[str], evidence: tuple[Evidence, ...]) -> Match:
-        captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        captures = _with_removal({k: v for k, v in m.groupdict().items() if v is not None})
         match = self._new_match(sig, captures, evidence, generic=sig.generic,
                                 level=split_header(normalize(evidence[0].text))[0])
         if sig.kind == "hang":
@@ -449,7 +452,10 @@ class Engine:
             ph = phases[i]
             if not keywords.isdisjoint(ph.keywords) and any(rx.search(norm) for rx in ph.start):
                 self._enter(i, Evidence(lineno, raw))
+                self._note_done(phases[i], lineno, raw, norm, keywords)
                 return
+        if self.phase_idx >= 0:
+            self._note_done(phases[self.phase_idx], lineno, raw, norm, keywords)
         if 0 <= self.phase_idx < len(phases) - 1:
             cur = phases[self.phase_idx]
             if not keywords.isdisjoint(cur.end_keywords) and any(
@@ -457,7 +463,19 @@ class Engine:
             ):
                 self._enter(self.phase_idx + 1, Evidence(lineno, raw))
 
+    def _note_done(self, ph: Phase, lineno: int, raw: str, norm: str,
+                   keywords: set[str]) -> None:
+        """A line of the current phase: its work finished (a ``done`` line), or a new
+        start inside it (the next graph-capture bar) makes it unfinished again."""
+        if not ph.done:
+            return
+        if not keywords.isdisjoint(ph.done_keywords) and any(rx.search(norm) for rx in ph.done):
+            self.phase_done = Evidence(lineno, raw)
+        elif not keywords.isdisjoint(ph.keywords) and any(rx.search(norm) for rx in ph.start):
+            self.phase_done = None
+
     def _enter(self, index: int, evidence: Evidence) -> None:
+        self.phase_done = None
         self.phase_idx = index
         self.phase_evidence = evidence
         if self.catalog.phases[index].serving and self.serving_evidence is None:
@@ -470,6 +488,7 @@ class Engine:
         self.note_first_timestamp(norm)
         self.phase_idx = -1
         self.phase_evidence = None
+        self.phase_done = None
         self.matches = []
         self.hang_evidence = []
         self.ready = None
@@ -673,10 +692,49 @@ class Engine:
                 "readiness is not in the excerpt")
         hang = self._hang(base)
         if end == "eof":
+            marked = any(sid == hang.signature for sid, _ in self.hang_evidence)
+            why = self._finished_why()
+            if why and not marked:
+                return self._incomplete(hang, base, why)
             return replace(hang, note=(
                 f"possible hang: the log stops inside {hang.phase}; a log judged after the fact "
                 "cannot tell a hang from an excerpt cut there"))
         return hang
+
+    def _finished_why(self) -> str:
+        """Why an excerpt that ends in a phase did not hang there: the phase's own progress
+        says it finished, or the last line is a fallback warning every healthy start prints
+        (a hung load's last words are the phase's own start, not such a warning)."""
+        if self.phase_done is not None:
+            return f"the phase's own progress says it finished (line {self.phase_done.line})"
+        last = self.last_line
+        if last is not None:
+            norm = normalize(last.text)
+            low = norm.lower()
+            if split_header(norm)[0] in _SOFT_LEVELS and any(k in low for k in _FALLBACK):
+                return (f"its last line (line {last.line}) is a fallback warning that "
+                        "healthy starts print")
+        return ""
+
+    def _incomplete(self, hang: Result, base: dict[str, object], why: str) -> Result:
+        """An excerpt whose only evidence is that it ends: not a hang (a pasted log stops
+        anywhere, often after a phase that finished), but ``unknown`` with the phase it
+        ended in. A live launch (``running``/``stalled``) keeps its hang verdicts."""
+        title = self.catalog.phases[self.phase_idx].title if self.phase_idx >= 0 else ""
+        return Result(
+            kind="unknown",
+            signature=None,
+            title="Incomplete log",
+            message=f"incomplete: ended in phase {hang.phase}",
+            remediation="The excerpt stops before the server was ready and shows no failure: "
+            "look at the rest of the log (or run `variantctl classify --running` on the log "
+            "of a server that still runs, to judge it as a hang).",
+            evidence=hang.evidence,
+            phase=hang.phase,
+            note=(f"incomplete: the log ends in {title or hang.phase} with no error, and "
+                  f"{why}: not a hang"),
+            **base,  # type: ignore[arg-type]
+        )
 
     def _engine_finished(self) -> bool:
         phases = self.catalog.phases
@@ -751,6 +809,24 @@ class Engine:
             captures=MappingProxyType(captures),
             **base,  # type: ignore[arg-type]
         )
+
+
+#: captures that name an engine argument or CLI flag (the first one, for argparse's list)
+_ARG_CAPTURES = ("arg", "flag", "args")
+_FIRST_ARG = re.compile(r"--?[A-Za-z][\w\-]*|[A-Za-z_]\w*")
+
+
+def _with_removal(captures: dict[str, str]) -> dict[str, str]:
+    """Add ``removed_in`` / ``last_with`` (the mined release table) when a capture names an
+    engine argument that a vLLM release removed: a wrapper passing it through the Python
+    API and a command line passing its flag get the same "removed in" finding."""
+    for name in _ARG_CAPTURES:
+        value = captures.get(name)
+        first = _FIRST_ARG.search(value) if value else None
+        span = removed(first.group()) if first else None
+        if span is not None:
+            return {**captures, "last_with": span[0], "removed_in": span[1]}
+    return captures
 
 
 def _dedupe(failures: list[Match]) -> list[Match]:

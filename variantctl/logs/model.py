@@ -106,6 +106,11 @@ class Phase:
     start: tuple[re.Pattern[str], ...]
     end: tuple[re.Pattern[str], ...] = ()
     end_keywords: tuple[str, ...] = ()
+    #: lines by which the phase's own progress says its work finished (the last graph
+    #: capture bar at 100 %, the KV cache sized) while the next phase's marker may not be
+    #: in an excerpt: a file that ends after one is incomplete, not a hang
+    done: tuple[re.Pattern[str], ...] = ()
+    done_keywords: tuple[str, ...] = ()
     #: signature id of the hang verdict for a stall in this phase
     hang: str | None = None
     #: seeing this phase is positive evidence that the API server is up (the route list,
@@ -146,4 +151,5 @@ class Catalog:
         for p in self.phases:
             words.update(p.keywords)
             words.update(p.end_keywords)
+            words.update(p.done_keywords)
         return sorted(words)

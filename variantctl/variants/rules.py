@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from variantctl.jsontypes import JsonObject
+from variantctl.removed_args import removed
 from variantctl.variants.flags import (
     ENV_VERSIONS,
     FLAG_VERSIONS,
@@ -251,6 +252,10 @@ def rule_flag_not_in_version(ctx: Context) -> Iterator[Finding]:
         return
     for flag, value in ctx.variant.args.items():
         span = FLAG_VERSIONS.get(flag)
+        if span is None:
+            # the mined table (every minor release's EngineArgs): gone from span[1] on
+            mined = removed(flag)
+            span = (None, mined[1]) if mined else None
         if span is None or flag in ctx.platform.backports or in_range(version, span):
             continue
         if value is False and not is_negatable(flag, version):

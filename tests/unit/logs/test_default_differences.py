@@ -58,7 +58,7 @@ def test_the_committed_defaults_are_what_old_wheels_say() -> None:
 
 def test_every_release_of_the_message_miner_is_in_the_table() -> None:
     """The same twelve releases (their wheels) plus the installed CPU build's 0.32."""
-    assert set(_script().DEFAULT_RELEASES) | {"0.32.0"} == set(ENGINE_DEFAULTS)
+    assert set(_script().ENGINE_DEFAULT_RELEASES) | {"0.32.0"} == set(ENGINE_DEFAULTS)
 
 
 def test_a_hard_coded_default_shows_without_expect() -> None:

@@ -163,6 +163,11 @@ def test_forced_backend_the_build_lacks_fires() -> None:
                                           "unrecognized-argument")]),
         ("attention-backend", "0.33", []),
         ("some-flag-we-do-not-know", "0.1.0", []),
+        # from the mined removed-argument table (variantctl/removed_args.py)
+        ("swap-space", "0.17.1", []),
+        ("swap-space", "0.18.1", [("error", "flag-not-in-version", "unrecognized-argument")]),
+        ("device", "0.10.2", [("error", "flag-not-in-version", "unrecognized-argument")]),
+        ("device", "0.9.2", []),
     ],
 )
 def test_flag_existence_by_version(flag: str, version: str,
@@ -172,6 +177,17 @@ def test_flag_existence_by_version(flag: str, version: str,
                 env={"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"})
     got = [r for r in rules_of(variant) if r[1] != "env-not-in-version"]
     assert got == expected
+
+
+def test_a_removed_flag_is_refused_for_the_hosts_vllm() -> None:
+    """The host declares its vLLM; a flag the mined table says that release dropped is an
+    error naming the release, before any launch."""
+    host = Host(name="new", python="p", vllm_version="0.20.2")
+    found = check([v(host="new", args={"swap-space": 8})], (), {"new": host})
+    assert [(f.severity, f.rule) for f in found] == [("error", "flag-not-in-version")]
+    assert "0.20.2" in found[0].message and "before 0.18.1" in found[0].message
+    old = Host(name="old", python="p", vllm_version="0.17.1")
+    assert check([v(host="old", args={"swap-space": 8})], (), {"old": old}) == []
 
 
 def test_backported_flag_raises_no_false_alarm() -> None:
