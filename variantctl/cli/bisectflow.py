@@ -8,7 +8,7 @@ How it decides is :mod:`variantctl.sweeps.bisect`; docs/report.md "bisect" expla
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
@@ -17,9 +17,6 @@ from variantctl.exitcodes import ExitCode
 from variantctl.jsontypes import JsonMapping
 from variantctl.project.loaded import Project
 from variantctl.sweeps.bisect import (
-    GREEDY_MAX,
-    Effect,
-    Setting,
     Subset,
     cost,
     decide,
@@ -29,35 +26,14 @@ from variantctl.sweeps.bisect import (
     level_of,
     requires_of,
     settings_between,
-    subset_label,
 )
+from variantctl.sweeps.bisectmodel import Bisection, BisectResult, Measured
 
 if TYPE_CHECKING:
     from variantctl.bench.model import LevelResult
-    from variantctl.benchparams import BenchParams
     from variantctl.report.model import RunInput
     from variantctl.sweeps.plan import Plan
     from variantctl.variants.model import ResolvedVariant
-
-
-@dataclass(frozen=True)
-class Bisection:
-    """Two checked runs and what a bisect of them varies (built before anything runs)."""
-
-    a: RunInput
-    b: RunInput
-    host: str
-    settings: tuple[Setting, ...]
-    base: ResolvedVariant
-    bench: BenchParams
-    notes: tuple[str, ...]
-
-    @property
-    def strategy(self) -> str:
-        return "one-at-a-time" if len(self.settings) <= GREEDY_MAX else "group-halving"
-
-    def round_name(self, n: int) -> str:
-        return f"bisect-{self.a.run_id}-{self.b.run_id}-r{n}"
 
 
 def _bad(message: str, hint: str | None = None) -> VariantctlError:
@@ -192,17 +168,6 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
                            for k, e in kept_on_resume(previous).items()})
 
 
-@dataclass(frozen=True)
-class Measured:
-    """One configuration's outcome: its levels (empty when it was not measured)."""
-
-    subset: Subset
-    round: int
-    status: str
-    run_id: str | None
-    levels: tuple[LevelResult, ...]
-
-
 def run_bisect(env: Environment, run_a: str, run_b: str, *, dry_run: bool, resume: bool,
                include_predicted: bool, grace: float, as_json: bool) -> int:
     """Plan (``--dry-run``: print it and stop) or run the bisect of two runs."""
@@ -263,25 +228,6 @@ def run_bisect(env: Environment, run_a: str, run_b: str, *, dry_run: bool, resum
     else:
         emit(env, bisect_blocks(result))
     return ExitCode.OK if decision.found is not None else ExitCode.FAILED
-
-
-@dataclass(frozen=True)
-class BisectResult:
-    """What a bisect measured and found (the renderers' input)."""
-
-    bisection: Bisection
-    level: int
-    total: Effect
-    effects: dict[Subset, Effect]
-    measured: dict[Subset, Measured]
-    found: Subset | None
-    reason: str
-    rounds: int
-    first_launches: int
-    at_most: int
-
-    def label(self, subset: Subset) -> str:
-        return subset_label(subset, self.bisection.settings)
 
 
 def _run_round(env: Environment, project: Project, bis: Bisection, n: int, plan: Plan,

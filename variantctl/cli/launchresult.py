@@ -1,4 +1,4 @@
-"""How ``launch`` and ``watch`` print a finished launch (the live part is launch/ui.py)."""
+"""How ``launch`` and ``watch`` print a finished launch (the live part is cli/launchui.py)."""
 
 from __future__ import annotations
 

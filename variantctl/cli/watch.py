@@ -19,8 +19,8 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
+    from variantctl.cli.launchui import ConsoleUI
     from variantctl.launch.core import LaunchOptions, watch_variant
-    from variantctl.launch.ui import ConsoleUI
     from variantctl.project.context import prepare_watch
     from variantctl.project.loaded import Project
     from variantctl.targets.connect import open_target

@@ -1,8 +1,8 @@
 """What a person sees while a launch runs, and the verdict at the end (rich).
 
 The content is built by functions that return text (:func:`verdict_lines`,
-:func:`aftermath_lines`, :func:`progress_markup`); :class:`ConsoleUI`, the live
-progress display the CLI hands to launch, is the only thing here that prints, and
+:func:`aftermath_lines`, :func:`progress_markup`); nothing here prints: the live
+progress display the CLI hands to launch is ``cli/launchui.ConsoleUI``, and
 ``cli/launchresult.py`` prints the result once launch returns.
 """
 
@@ -11,69 +11,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from variantctl.env import Environment, redraws
 from variantctl.jsontypes import JsonObject
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
-from variantctl.logs.bounded import visible, visible_lines
+from variantctl.logs.bounded import visible
 from variantctl.runs.run import as_object, thaw
 
 if TYPE_CHECKING:
-    from rich.status import Status
+    pass
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
-
-
-class ConsoleUI:
-    """Notes on stderr; live progress (phase, elapsed, last line) on a terminal,
-    one line per phase change otherwise (logs, CI, tests)."""
-
-    def __init__(self, env: Environment, *, quiet: bool = False, as_json: bool = False):
-        self.env = env
-        self.quiet = quiet
-        self.as_json = as_json
-        self._status: Status | None = None
-        self._phase: str | None = None
-        self.shown_verdict = False
-
-    def decided(self, result: LaunchResult) -> None:
-        """Print the verdict the moment it is known (stopping the server comes after)."""
-        self.close()
-        if not self.as_json:
-            for line in verdict_lines(result):
-                self.env.stdout.print(visible_lines(line), markup=False, highlight=False,
-                                      soft_wrap=True)
-            self.shown_verdict = True
-
-    def note(self, text: str) -> None:
-        if not self.quiet:
-            self.env.stderr.print(visible_lines(text), markup=False, highlight=False,
-                                  soft_wrap=True)
-
-    def progress(self, progress: Progress) -> None:
-        if self.quiet:
-            return
-        if progress.note:
-            self.note(progress.note)
-            return
-        phase = progress.phase or "starting"
-        if redraws(self.env.stderr):
-            text = progress_markup(progress, self.env.stderr.width)
-            if self._status is None:
-                self._status = self.env.stderr.status(text)
-                self._status.start()
-            else:
-                self._status.update(text)
-        elif phase != self._phase:
-            self.note(phase_line(progress))
-        self._phase = phase
-
-    def close(self) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
 
 
 def progress_markup(progress: Progress, width: int) -> str:

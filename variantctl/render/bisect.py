@@ -9,8 +9,8 @@ from variantctl.render.output import Block, text
 from variantctl.render.sweep import plan_blocks
 
 if TYPE_CHECKING:
-    from variantctl.cli.bisectflow import Bisection, BisectResult
     from variantctl.sweeps.bisect import Effect, Subset
+    from variantctl.sweeps.bisectmodel import Bisection, BisectResult
     from variantctl.sweeps.plan import Plan
 
 
