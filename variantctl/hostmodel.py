@@ -11,7 +11,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from variantctl.variants.model import Vendor
+from variantctl.jsontypes import JsonObject
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A vendor build of vLLM whose flags and backends differ from the upstream release.
+
+    The seed's Iluvatar CoreX build reports 0.6.x but accepts ``--reasoning-parser``
+    (upstream 0.7.3+): list such flags in ``backports`` so version rules do not
+    raise false alarms. ``attention_backend_default`` is what the platform picks
+    when ``VLLM_ATTENTION_BACKEND`` is not set; ``unavailable_backends`` are
+    backends whose packages are missing on that build.
+    """
+
+    name: str | None = None
+    backports: tuple[str, ...] = ()
+    attention_backend_default: str | None = None
+    unavailable_backends: tuple[str, ...] = ()
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "name": self.name,
+            "backports": list(self.backports),
+            "attention_backend_default": self.attention_backend_default,
+            "unavailable_backends": list(self.unavailable_backends),
+        }
 
 
 @dataclass(frozen=True)

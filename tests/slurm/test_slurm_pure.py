@@ -23,6 +23,7 @@ from variantctl.launch.slurm import SlurmLauncher
 from variantctl.launch.watch import HANG, READY, watch
 from variantctl.render.servers import ps_blocks, ps_rows
 from variantctl.runs.record import HostLayout, ServerRecord
+from variantctl.runs.run import RunVerdict
 from variantctl.targets.connect import HostOutcome
 from variantctl.targets.local import LocalTarget
 from variantctl.targets.slurm import (
@@ -399,7 +400,8 @@ def test_a_timeout_in_the_queue_has_the_queue_as_its_phase(tmp_path: Path) -> No
     out = watch(LocalTarget(), record, classifier, timeout=10, clock=lambda: now[0],
                 sleep=sleep, launcher=Queued())  # type: ignore[arg-type]
     assert out.verdict == "timeout"
-    assert out.decision is not None and out.decision.phase == "queued (Resources)"
+    told = RunVerdict.of(out.verdict, out.decision.result, waiting=out.decision.waiting)
+    assert told.phase == "queued (Resources)"
 
 
 def test_the_tier_gives_its_jobs_no_port_another_server_holds() -> None:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from variantctl.bench.arrival import Profile
-from variantctl.bench.search import SearchResult
+from variantctl.bench.searchresult import SearchResult
 from variantctl.benchparams import BenchParams
 from variantctl.jsonfields import Fields
 from variantctl.jsontypes import JsonMapping, JsonObject

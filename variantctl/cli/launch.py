@@ -26,8 +26,8 @@ def launch(env: Environment, variant: str, host: str | None, port: int | None,
     """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
+    from variantctl.cli.launchui import ConsoleUI
     from variantctl.launch.core import LaunchOptions
-    from variantctl.launch.ui import ConsoleUI
     from variantctl.project.loaded import Project
     from variantctl.usecases.servers import LaunchRequest, launch
 

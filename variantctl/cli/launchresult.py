@@ -1,4 +1,4 @@
-"""How ``launch`` and ``watch`` print a finished launch (the live part is launch/ui.py)."""
+"""How ``launch`` and ``watch`` print a finished launch (the live part is cli/launchui.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,6 @@ def print_result(env: Environment, result: LaunchResult, exit_code: int, *, as_j
 
 def launch_exit_code(result: LaunchResult) -> int:
     """What a launch's (or watch's) result means as an exit code: ready with every
-    expectation met is 0, a hang 5, a timeout 6, anything else that ended badly 1."""
-    from variantctl.exitcodes import ExitCode
-    from variantctl.launch.watch import HANG, READY, TIMEOUT
-
-    verdict = result.verdict
-    if verdict in ("started", READY):
-        return ExitCode.OK if result.expect_ok else ExitCode.FAILED
-    return {HANG: ExitCode.HANG, TIMEOUT: ExitCode.TIMEOUT}.get(verdict, ExitCode.FAILED)
+    expectation met is 0, a hang 5, a timeout 6, anything else that ended badly 1
+    (the verdict's own mapping, :meth:`variantctl.logs.verdict.VerdictKind.exit_code`)."""
+    return result.exit_code

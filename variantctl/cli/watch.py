@@ -19,8 +19,8 @@ def watch(env: Environment, variant: str, host: str | None, timeout: float | Non
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
     from variantctl.cli import finish
     from variantctl.cli.launchresult import launch_exit_code, print_result
+    from variantctl.cli.launchui import ConsoleUI
     from variantctl.launch.core import LaunchOptions
-    from variantctl.launch.ui import ConsoleUI
     from variantctl.project.loaded import Project
     from variantctl.usecases.servers import LaunchRequest, launch
 

@@ -33,14 +33,13 @@ from variantctl.config.schema import (
 )
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import NotFoundError
-from variantctl.hostmodel import GpuSpec, Host, SlurmSpec, SshSpec
+from variantctl.hostmodel import GpuSpec, Host, SlurmSpec, SshSpec, Vendor
 from variantctl.variants.flags import (
     VERSION_PATTERN,
     flag_problem,
     normalise_backend,
     normalise_flag,
 )
-from variantctl.variants.model import Vendor
 
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _EXPAND = re.compile(r"\$\{(" + ENV_NAME + r")(?::-([^}]*))?\}")

@@ -12,60 +12,30 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from variantctl.jsontypes import JsonObject
+from variantctl.logs.verdict import VerdictKind
 from variantctl.targets.activity import HostConditions
 
 if TYPE_CHECKING:
     from variantctl.logs.model import Catalog
-    from variantctl.logs.result import Evidence, Result
+    from variantctl.logs.result import Result
     from variantctl.logs.stream import StreamClassifier
 
-DECISIVE_KINDS = ("failed", "hang")
+#: the classifier's kinds that decide a start on their own line (the launch verdict of the
+#: same name)
+DECISIVE_KINDS = {"failed": VerdictKind.FAILED, "hang": VerdictKind.HANG}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Decision:
     """A verdict with what explains it (from the classifier's Result, when there is one)."""
 
-    verdict: str
+    verdict: VerdictKind
     decisive: bool
     #: the classifier's result that explains the verdict (None: nothing explains it)
     result: Result | None = None
     #: why the server had not started running when the verdict came (a SLURM job's
     #: ``queued (REASON)``): then that is its phase, not the log's
     waiting: str | None = None
-
-    @property
-    def signature(self) -> str | None:
-        return self.result.signature if self.result is not None else None
-
-    @property
-    def title(self) -> str:
-        return self.result.title if self.result is not None else ""
-
-    @property
-    def message(self) -> str:
-        return self.result.message if self.result is not None else ""
-
-    @property
-    def remediation(self) -> str:
-        return self.result.remediation if self.result is not None else ""
-
-    @property
-    def phase(self) -> str | None:
-        if self.waiting is not None:
-            return self.waiting
-        return self.result.phase if self.result is not None else None
-
-    @property
-    def evidence(self) -> list[tuple[int, str]]:
-        found: tuple[Evidence, ...] = self.result.evidence if self.result is not None else ()
-        return [(e.line, e.text) for e in found]
-
-    def to_json(self) -> JsonObject:
-        out: JsonObject = {"verdict": self.verdict}
-        if self.result is not None:
-            out["classifier"] = self.result.to_json()
-        return out
 
 
 class ClassifierAdapter:
@@ -88,7 +58,10 @@ class ClassifierAdapter:
         if verdict is None:
             return None
         self.last = verdict
-        return Decision(verdict=verdict.kind, decisive=verdict.kind in DECISIVE_KINDS,
+        kind = DECISIVE_KINDS.get(verdict.kind)
+        # a result that decides nothing yet (ok so far, unknown) is no verdict of its own:
+        # the launch waits for /health, the process's end or the deadline
+        return Decision(verdict=kind or VerdictKind.STARTED, decisive=kind is not None,
                         result=verdict)
 
     def feed(self, line: str) -> Decision | None:
@@ -122,20 +95,21 @@ class ClassifierAdapter:
         stay readable), and what is archived is the READY that was printed."""
         result = self._finish(False)
         if result.kind in DECISIVE_KINDS:
-            return Decision(verdict="ready", decisive=False, result=None)
-        return Decision(verdict="ready", decisive=False, result=result)
+            return Decision(verdict=VerdictKind.READY, decisive=False, result=None)
+        return Decision(verdict=VerdictKind.READY, decisive=False, result=result)
 
     def exited(self) -> Decision:
         result = self._finish(True)
-        if result.kind in DECISIVE_KINDS:
-            return Decision(verdict=result.kind, decisive=True, result=result)
-        return Decision(verdict="exited", decisive=False, result=result)
+        kind = DECISIVE_KINDS.get(result.kind)
+        if kind is not None:
+            return Decision(verdict=kind, decisive=True, result=result)
+        return Decision(verdict=VerdictKind.EXITED, decisive=False, result=result)
 
     def timed_out(self, waiting: str | None = None) -> Decision:
         """The timeout verdict; ``waiting``: the server was still waiting to run (a
         queued job), which is then its phase (``queued (Resources)``)."""
-        return Decision(verdict="timeout", decisive=False, result=self._finish(False),
-                        waiting=waiting)
+        return Decision(verdict=VerdictKind.TIMEOUT, decisive=False,
+                        result=self._finish(False), waiting=waiting)
 
     def phase(self) -> str:
         return self.stream.phase
@@ -158,7 +132,7 @@ def on_host(decision: Decision, conditions: HostConditions, catalog: Catalog) ->
     from variantctl.logs.engine import fill
 
     result = decision.result
-    if result is None or decision.verdict not in ("hang", "timeout"):
+    if result is None or decision.verdict not in (VerdictKind.HANG, VerdictKind.TIMEOUT):
         return decision
     message, remediation = result.message, result.remediation
     device = str(result.facts.config.get("device_config") or "").strip("'\"").lower()

@@ -40,18 +40,11 @@ from variantctl.launch.servers import (
     refuse_foreign,
     remove_record,
     save_record,
+    stop_dict,
 )
-from variantctl.launch.watch import (
-    EXITED,
-    FAILED,
-    HANG,
-    READY,
-    TIMEOUT,
-    Progress,
-    WatchOutcome,
-    watch,
-)
+from variantctl.launch.watch import HANG, READY, TIMEOUT, Progress, watch
 from variantctl.logs.expect import Mismatch
+from variantctl.logs.verdict import VerdictKind
 from variantctl.runs.identity import (
     Measured,
     PatchState,
@@ -60,7 +53,7 @@ from variantctl.runs.identity import (
     unresolved_launch_key,
 )
 from variantctl.runs.record import HostLayout, ServerRecord, stamp_of
-from variantctl.runs.run import Evidence, RunFileError, RunRecord, RunVerdict
+from variantctl.runs.run import RunFileError, RunRecord, RunVerdict, freeze_object
 from variantctl.runs.store import RunDir, RunStore
 from variantctl.targets.base import Target
 from variantctl.variants.model import ResolvedVariant
@@ -133,12 +126,21 @@ class LaunchContext:
 
 @dataclass(frozen=True)
 class LaunchResult:
+    """A finished launch (or watch): the one verdict value (``run_verdict``, also what
+    ``run.json`` holds), what the watch saw beside it, and how the server was left."""
+
     variant: str
     host: str
     record: ServerRecord | None = None
     run_id: str | None = None
     run_dir: Path | None = None
-    outcome: WatchOutcome | None = None
+    #: the verdict with what explains it (``started`` while nobody watched)
+    run_verdict: RunVerdict = field(default_factory=RunVerdict)
+    #: seconds from the start of watching to the verdict (None: not watched)
+    seconds: float | None = None
+    #: the classifier's facts and what the launcher knows beside them (``run.json`` facts)
+    facts: JsonMapping = field(default_factory=lambda: MappingProxyType({}))
+    reconnects: int = 0
     #: what the log contradicts of the variant's ``expect`` and flags (logs.expect)
     expect: tuple[Mismatch, ...] = ()
     stopped: StopOutcome | None = None
@@ -147,12 +149,21 @@ class LaunchResult:
     notes: tuple[str, ...] = ()
 
     @property
-    def verdict(self) -> str:
-        return self.outcome.verdict if self.outcome else "started"
+    def verdict(self) -> VerdictKind:
+        return self.run_verdict.kind
+
+    @property
+    def watched(self) -> bool:
+        return self.seconds is not None
 
     @property
     def expect_ok(self) -> bool:
         return not self.expect
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """What the verdict means as an exit code (:meth:`VerdictKind.exit_code`)."""
+        return self.verdict.exit_code(expect_ok=self.expect_ok)
 
 
 def preflight(variant: ResolvedVariant, ctx: LaunchContext,
@@ -292,37 +303,16 @@ def _stop_or_fail(target: Target, host: Host, layout: HostLayout, record: Server
 # -- launch / watch ----------------------------------------------------------------
 
 
-@dataclass
-class _Draft:
-    """The result while the launch builds it (frozen into a LaunchResult for callers)."""
+@dataclass(frozen=True)
+class _Prepared:
+    """What pre-flight, the patch check and the cleared port leave for the start."""
 
-    variant: str
-    host: str
-    record: ServerRecord | None = None
-    run: RunDir | None = None
-    outcome: WatchOutcome | None = None
-    expect: tuple[Mismatch, ...] = ()
-    stopped: StopOutcome | None = None
-    findings: tuple[Finding, ...] = ()
-    patches: tuple[PatchState, ...] = ()
-    notes: list[str] = field(default_factory=list)
-    script: str = ""
-    #: when each step happened (ISO times) and how long it took (seconds, counts); run.json
-    timings: dict[str, str | float | int | None] = field(default_factory=dict)
-    key: str = ""
-    created_at: str = ""
-    #: the launch's classifier and the clock reading at its start (launch_variant)
-    classifier: ClassifierAdapter | None = None
-    started_clock: float | None = None
-
-    def freeze(self) -> LaunchResult:
-        return LaunchResult(
-            variant=self.variant, host=self.host, record=self.record,
-            run_id=self.run.run_id if self.run else None,
-            run_dir=self.run.path if self.run else None,
-            outcome=self.outcome, expect=self.expect, stopped=self.stopped,
-            findings=self.findings, patches=self.patches, notes=tuple(self.notes),
-        )
+    script: str
+    findings: tuple[Finding, ...]
+    patches: tuple[PatchState, ...]
+    #: the launch's classifier (None: not waiting) and the clock reading at its start
+    classifier: ClassifierAdapter | None
+    started_clock: float
 
 
 def launch_variant(
@@ -336,25 +326,34 @@ def launch_variant(
     # a SLURM job gets a port of its own (before rendering: the port is in the script)
     layout = layout_for(target, host)
     variant = launcher.place(target, layout, variant)
-    draft = _Draft(variant.name, host.name)
     try:
-        record = _prepare_and_start(target, host, layout, variant, opts, ctx, ui, launcher,
-                                    draft)
+        prepared = _prepare(target, host, layout, variant, opts, ctx, ui, launcher)
+        run, record = start(target, host, layout, variant, ctx, prepared, opts)
     except BaseException:
-        if draft.record is None:
-            # refused before a server was recorded (pre-flight, patches, the port, a
-            # refused sbatch): what place() reserved (a SLURM port claim) goes back
-            with contextlib.suppress(VariantctlError, OSError):
-                launcher.unplace(target, layout, variant)
+        # refused before a server was started (pre-flight, patches, the port, a refused
+        # sbatch): what place() reserved (a SLURM port claim) goes back
+        with contextlib.suppress(VariantctlError, OSError):
+            launcher.unplace(target, layout, variant)
         raise
-    started_clock, classifier = draft.started_clock, draft.classifier
+    save_record(target, layout, record)
+    # the run as started: a launch that is killed leaves a run `watch` resumes
+    base = RunRecord(
+        run_id=run.run_id, key=run.key, variant_name=variant.name,
+        created_at=record.started_at, variant=variant_json(variant), host=host_identity(host),
+        script=prepared.script, server=record.to_dict(),
+        patches={p.name: p.to_json() for p in prepared.patches}, preflight=prepared.findings,
+        verdict=RunVerdict(), facts={}, timings={"started_at": record.started_at})
+    _archive(ctx, run, base)
+    started = LaunchResult(variant.name, host.name, record=record, run_id=run.run_id,
+                           run_dir=run.path, findings=prepared.findings,
+                           patches=prepared.patches)
     ui.note(f"started {variant.name} on {host.name}: {record.ident}, port {record.port}, "
             f"log {record.log}")
-    if classifier is None:
-        return draft.freeze()
+    if prepared.classifier is None:
+        return started
     try:
-        follow(target, host, layout, variant, record, opts, ctx, ui, draft,
-               started=started_clock, classifier=classifier)
+        return follow(target, host, layout, variant, record, opts, ctx, ui, run, base, started,
+                      started_clock=prepared.started_clock, classifier=prepared.classifier)
     except TargetError as exc:
         if exc.kind == "unreachable":
             raise  # the host is gone: the server keeps running there; watch re-attaches
@@ -363,39 +362,38 @@ def launch_variant(
     except BaseException:  # interrupted or a bug: leave no orphan server behind
         _stop_after_error(target, host, layout, record, opts, ui)
         raise
-    return draft.freeze()
 
 
-def _prepare_and_start(target: Target, host: Host, layout: HostLayout,
-                       variant: ResolvedVariant, opts: LaunchOptions, ctx: LaunchContext,
-                       ui: LaunchUI, launcher: Launcher, draft: _Draft) -> ServerRecord:
-    """Pre-flight, patches, the way cleared, the server started and recorded."""
+def _prepare(target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant,
+             opts: LaunchOptions, ctx: LaunchContext, ui: LaunchUI,
+             launcher: Launcher) -> _Prepared:
+    """Pre-flight, patches, the way cleared: everything before the server starts."""
     from variantctl.targets.modelfacts import read_model_info
     from variantctl.variants.check import has_errors
     from variantctl.variants.render import render_script
 
-    draft.script = render_script(variant, host)
+    script = render_script(variant, host)
     # the model's config.json as the host sees it (pre-flight needs its head count
     # and length limit); nothing has been started yet when pre-flight refuses
-    draft.findings = tuple(preflight(variant, ctx, read_model_info(target, variant.model)))
-    for f in draft.findings:
+    findings = tuple(preflight(variant, ctx, read_model_info(target, variant.model)))
+    for f in findings:
         ui.note(f"pre-flight {f.severity}: {f.message}"
                 + (f" (would fail as {f.signature})" if f.signature else ""))
-    if has_errors(list(draft.findings)) and not opts.force:
+    if has_errors(list(findings)) and not opts.force:
         raise VariantctlError(
             f"pre-flight check of {variant.name} found errors; not launching",
             hint="fix the variant, or launch with --force to try anyway",
             exit_code=ExitCode.FAILED,
         )
+    patches: tuple[PatchState, ...] = ()
     if launcher.check_patches(variant):
-        draft.patches = ensure_patches(target, host, variant, ctx, apply=opts.apply_patches,
-                                       now=ctx.now(), ui=ui)
+        patches = ensure_patches(target, host, variant, ctx, apply=opts.apply_patches,
+                                 now=ctx.now(), ui=ui)
     _clear_the_way(target, host, layout, variant, replace=opts.replace, grace=opts.grace,
                    ui=ui)
     # built before the start, so a broken signature catalog cannot orphan a server
-    draft.classifier = make_classifier(ctx, variant, opts) if opts.wait else None
-    draft.started_clock = ctx.clock()
-    return start(target, host, layout, variant, ctx, draft, opts)
+    classifier = make_classifier(ctx, variant, opts) if opts.wait else None
+    return _Prepared(script, findings, patches, classifier, ctx.clock())
 
 
 def _stop_after_error(target: Target, host: Host, layout: HostLayout, record: ServerRecord,
@@ -418,21 +416,20 @@ def make_classifier(ctx: LaunchContext, variant: ResolvedVariant | None,
 
 def start(
     target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant,
-    ctx: LaunchContext, draft: _Draft, opts: LaunchOptions,
-) -> ServerRecord:
-    """Upload the script, start it detached, record it; open the local run directory."""
+    ctx: LaunchContext, prepared: _Prepared, opts: LaunchOptions,
+) -> tuple[RunDir, ServerRecord]:
+    """Upload the script, open the local run directory, start the server detached: the
+    run and the server's record (the caller saves the record on the host)."""
     when = ctx.now()
     stamp = stamp_of(when)
     for d in (layout.logs, layout.run, layout.scripts):
         target.makedirs(d)
     script_path = layout.script(variant.name, stamp)
     log_path = layout.log(variant.name, stamp)
-    target.write_atomic(script_path, draft.script.encode())
-    draft.key = launch_key(variant, host, draft.patches, opts.measured)
-    draft.created_at = when.isoformat()
-    run = ctx.runs.create(key=draft.key, variant=variant.name, when=when)
-    draft.run = run
-    ctx.runs.write_file(run.path, "launch.sh", draft.script.encode())
+    target.write_atomic(script_path, prepared.script.encode())
+    key = launch_key(variant, host, prepared.patches, opts.measured)
+    run = ctx.runs.create(key=key, variant=variant.name, when=when)
+    ctx.runs.write_file(run.path, "launch.sh", prepared.script.encode())
     launcher = launcher_for(host)
     started = launcher.start(target, name=variant.name, script=script_path,
                              log=log_path, pid_file=layout.pid_file(variant.name),
@@ -446,11 +443,7 @@ def start(
                           boot_id=identity.boot_id if identity else None,
                           proc_start=identity.start if identity else None,
                           project=project_id(ctx.runs.root))
-    draft.record = record
-    save_record(target, layout, record)
-    draft.timings = {"started_at": record.started_at}
-    ctx.runs.write(run.path, _run_record(variant_json(variant), host, draft))
-    return record
+    return run, record
 
 
 def expect_mismatches(variant: ResolvedVariant, decision: Decision | None) -> tuple[Mismatch, ...]:
@@ -467,38 +460,45 @@ def expect_mismatches(variant: ResolvedVariant, decision: Decision | None) -> tu
 def follow(
     target: Target, host: Host, layout: HostLayout, variant: ResolvedVariant | None,
     record: ServerRecord, opts: LaunchOptions, ctx: LaunchContext, ui: LaunchUI,
-    draft: _Draft, *, started: float | None = None, classifier: ClassifierAdapter | None = None,
-) -> None:
-    """Watch a started server to its verdict, stop it if it failed, archive."""
-    assert draft.run is not None
+    run: RunDir, base: RunRecord, started: LaunchResult, *,
+    started_clock: float | None = None, classifier: ClassifierAdapter | None = None,
+) -> LaunchResult:
+    """Watch a started server to its verdict, stop it if it failed, archive: ``base`` is
+    the run as recorded at the start, ``started`` the launch's result so far."""
     timeout = opts.timeout or (variant.startup.ready_timeout if variant else 600.0)
     classifier = classifier or make_classifier(ctx, variant, opts)
     launcher = launcher_for(host)
     t_watch = time.time()
     outcome = watch(target, record, classifier, timeout=timeout, clock=ctx.clock,
-                    on_progress=ui.progress, started=started, launcher=launcher)
+                    on_progress=ui.progress, started=started_clock, launcher=launcher)
     verdict_wall = time.time()
-    if outcome.verdict in (HANG, TIMEOUT) and outcome.decision is not None:
+    decision = outcome.decision
+    if outcome.verdict in (HANG, TIMEOUT):
         # told for the machine it happened on: its GPUs (no NCCL advice without), its load
-        decision = on_host(outcome.decision, launcher.conditions(target, record),
-                           ctx.signatures)
-        outcome = replace(outcome, decision=decision)
-    extra = launcher.facts(target, record)
-    if extra:  # what the launcher knows beside the log (e.g. the SLURM job and node)
-        outcome = replace(outcome, facts={**outcome.facts, **extra})
-    draft.outcome = outcome
-    if outcome.verdict == READY and variant is not None:
-        draft.expect = expect_mismatches(variant, outcome.decision)
-    ui.decided(draft.freeze())
+        decision = on_host(decision, launcher.conditions(target, record), ctx.signatures)
+    # the one verdict value: printed now, archived and mapped to the exit code below
+    verdict = RunVerdict.of(outcome.verdict, decision.result, waiting=decision.waiting,
+                            decisive_line=outcome.decisive_line,
+                            last_lines=outcome.last_lines[-15:], lines=outcome.lines,
+                            health=outcome.health)
+    # what the launcher knows beside the log (e.g. the SLURM job and node)
+    facts = freeze_object({**outcome.facts, **(launcher.facts(target, record) or {})})
+    expect = (expect_mismatches(variant, decision)
+              if outcome.verdict == READY and variant is not None else ())
+    result = replace(started, run_verdict=verdict, seconds=outcome.time_to_verdict,
+                     facts=facts, reconnects=outcome.reconnects, expect=expect)
+    ui.decided(result)
     printed_wall = time.time()
-    if outcome.verdict in (FAILED, HANG, TIMEOUT, EXITED) and not opts.keep:
-        draft.stopped = launcher.stop(target, layout, record, grace=opts.grace)
+    if verdict.ended_badly and not opts.keep:
+        result = replace(result, stopped=launcher.stop(target, layout, record,
+                                                       grace=opts.grace))
     try:
-        log = target.read_bytes(record.log)
-        ctx.runs.write_file(draft.run.path, "server.log", log)
+        ctx.runs.write_file(run.path, "server.log", target.read_bytes(record.log))
     except TargetError as exc:
-        draft.notes.append(f"could not copy the log: {exc.message}")
-    draft.timings.update({
+        result = replace(result, notes=(*result.notes,
+                                        f"could not copy the log: {exc.message}"))
+    timings = {
+        **base.timings,
         "watch_started_at": t_watch,
         "verdict_at": verdict_wall,
         "verdict_printed_at": printed_wall,
@@ -506,9 +506,18 @@ def follow(
         "time_to_ready_s": round(outcome.time_to_verdict, 3) if outcome.verdict == READY
         else None,
         "reconnects": outcome.reconnects,
-    })
-    ctx.runs.write(draft.run.path, _run_record(
-        variant_json(variant) if variant is not None else {}, host, draft))
+    }
+    _archive(ctx, run, replace(
+        base, verdict=verdict, facts=facts, expect=expect, expect_ok=not expect,
+        timings=timings, log_file="server.log",
+        stopped=stop_dict(host.name, result.stopped) if result.stopped else None))
+    return result
+
+
+def _archive(ctx: LaunchContext, run: RunDir, record: RunRecord) -> None:
+    """The one place a launch hands its run record to the store: as started, then with
+    its verdict."""
+    ctx.runs.write(run.path, record)
 
 
 def watch_variant(
@@ -526,89 +535,39 @@ def watch_variant(
                             "variantctl launch starts one")
     # two projects may share the host's workdir: never archive into another's runs/
     refuse_foreign(record, ctx.runs.root, "watched")
-    draft = _Draft(name, host.name, record=record)
-    previous = None
+    notes: list[str] = []
+    previous: tuple[RunDir, RunRecord] | None = None
     if record.run_dir:
         run_dir = Path(record.run_dir)
         try:
-            previous = ctx.runs.read(run_dir)
-            draft.run = RunDir(run_dir, previous.run_id, previous.key, previous.seq, name)
+            rec = ctx.runs.read(run_dir)
+            previous = RunDir(run_dir, rec.run_id, rec.key, rec.seq, name), rec
         except RunFileError as exc:
-            draft.notes.append(f"the launch's run record is unreadable ({exc.message}); "
-                               "recording this watch as a new run")
+            notes.append(f"the launch's run record is unreadable ({exc.message}); "
+                         "recording this watch as a new run")
+    # the variant as the launch recorded it when it is no longer in the catalog
+    shown = variant_json(variant) if variant is not None else None
     if previous is not None:
-        draft.key, draft.created_at = previous.key, previous.created_at
-        draft.script = previous.script
-        draft.timings = dict(previous.timings)
-        draft.findings = previous.preflight
-        draft.patches = tuple(PatchState.from_json(n, p) for n, p in previous.patches.items())
+        run, rec = previous
+        patches = tuple(PatchState.from_json(n, p) for n, p in rec.patches.items())
+        base = replace(rec, variant_name=name, variant=shown or rec.variant,
+                       host=host_identity(host), server=record.to_dict(),
+                       patches={p.name: p.to_json() for p in patches})
     else:
         when = ctx.now()
-        draft.key = (launch_key(variant, host) if variant
-                     else unresolved_launch_key(name, host))
-        draft.created_at = when.isoformat()
-        draft.run = ctx.runs.create(key=draft.key, variant=name, when=when)
-        draft.timings = {"started_at": record.started_at}
-    follow(target, host, layout, variant, record, opts, ctx, ui, draft)
-    if variant is None and previous is not None:
-        # keep the variant as the launch recorded it
-        rec = ctx.runs.read(draft.run.path) if draft.run else None
-        if rec is not None and draft.run is not None:
-            ctx.runs.write(draft.run.path, replace(rec, variant=previous.variant))
-    return draft.freeze()
+        key = launch_key(variant, host) if variant else unresolved_launch_key(name, host)
+        run = ctx.runs.create(key=key, variant=name, when=when)
+        patches = ()
+        base = RunRecord(
+            run_id=run.run_id, key=key, variant_name=name, created_at=when.isoformat(),
+            variant=shown or {}, host=host_identity(host), script="",
+            server=record.to_dict(), patches={}, verdict=RunVerdict(), facts={},
+            timings={"started_at": record.started_at})
+    started = LaunchResult(name, host.name, record=record, run_id=run.run_id, run_dir=run.path,
+                           findings=base.preflight, patches=patches, notes=tuple(notes))
+    return follow(target, host, layout, variant, record, opts, ctx, ui, run, base, started)
 
 
 def variant_json(variant: ResolvedVariant) -> JsonObject:
     """The variant as run.json keeps it: every value and where it came from."""
     return {**variant.to_dict(), "origins": dict(variant.origins)}
-
-
-def _run_record(variant: JsonMapping, host: Host, draft: _Draft) -> RunRecord:
-    outcome = draft.outcome
-    verdict = RunVerdict(kind=outcome.verdict if outcome else "started")
-    facts: JsonMapping = {}
-    if outcome is not None:
-        d = outcome.decision
-        classifier = None
-        if d is not None and d.result is not None:
-            classifier = d.result.to_json()
-        verdict = RunVerdict(
-            kind=outcome.verdict,
-            signature=d.signature if d else None,
-            title=d.title if d else "",
-            message=d.message if d else "",
-            remediation=d.remediation if d else "",
-            phase=d.phase if d else None,
-            evidence=tuple(Evidence(n, t) for n, t in (d.evidence if d else [])),
-            decisive_line=outcome.decisive_line,
-            last_lines=tuple(outcome.last_lines[-15:]),
-            lines=outcome.lines,
-            health=outcome.health,
-            classifier=classifier,
-        )
-        facts = outcome.facts
-    stopped = None
-    if draft.stopped is not None:
-        from variantctl.launch.servers import stop_dict
-
-        stopped = stop_dict(host.name, draft.stopped)
-    assert draft.run is not None and draft.record is not None
-    return RunRecord(
-        run_id=draft.run.run_id,
-        key=draft.key,
-        variant_name=draft.variant,
-        created_at=draft.created_at,
-        variant=variant,
-        host=host_identity(host),
-        script=draft.script,
-        server=draft.record.to_dict(),
-        patches={p.name: p.to_json() for p in draft.patches},
-        preflight=draft.findings,
-        verdict=verdict,
-        facts=facts,
-        expect=draft.expect,
-        expect_ok=not draft.expect,
-        timings=dict(draft.timings),
-        stopped=stopped,
-        log_file="server.log" if outcome is not None else None,
-    )

@@ -1,8 +1,8 @@
 """What a person sees while a launch runs, and the verdict at the end (rich).
 
 The content is built by functions that return text (:func:`verdict_lines`,
-:func:`aftermath_lines`, :func:`progress_markup`); :class:`ConsoleUI`, the live
-progress display the CLI hands to launch, is the only thing here that prints, and
+:func:`aftermath_lines`, :func:`progress_markup`); nothing here prints: the live
+progress display the CLI hands to launch is ``cli/launchui.ConsoleUI``, and
 ``cli/launchresult.py`` prints the result once launch returns.
 """
 
@@ -11,69 +11,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from variantctl.env import Environment, redraws
 from variantctl.jsontypes import JsonObject
 from variantctl.launch.core import LaunchResult
 from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
-from variantctl.logs.bounded import visible, visible_lines
-from variantctl.runs.run import as_object
+from variantctl.logs.bounded import visible
+from variantctl.runs.run import as_object, thaw
 
 if TYPE_CHECKING:
-    from rich.status import Status
+    pass
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
-
-
-class ConsoleUI:
-    """Notes on stderr; live progress (phase, elapsed, last line) on a terminal,
-    one line per phase change otherwise (logs, CI, tests)."""
-
-    def __init__(self, env: Environment, *, quiet: bool = False, as_json: bool = False):
-        self.env = env
-        self.quiet = quiet
-        self.as_json = as_json
-        self._status: Status | None = None
-        self._phase: str | None = None
-        self.shown_verdict = False
-
-    def decided(self, result: LaunchResult) -> None:
-        """Print the verdict the moment it is known (stopping the server comes after)."""
-        self.close()
-        if not self.as_json:
-            for line in verdict_lines(result):
-                self.env.stdout.print(visible_lines(line), markup=False, highlight=False,
-                                      soft_wrap=True)
-            self.shown_verdict = True
-
-    def note(self, text: str) -> None:
-        if not self.quiet:
-            self.env.stderr.print(visible_lines(text), markup=False, highlight=False,
-                                  soft_wrap=True)
-
-    def progress(self, progress: Progress) -> None:
-        if self.quiet:
-            return
-        if progress.note:
-            self.note(progress.note)
-            return
-        phase = progress.phase or "starting"
-        if redraws(self.env.stderr):
-            text = progress_markup(progress, self.env.stderr.width)
-            if self._status is None:
-                self._status = self.env.stderr.status(text)
-                self._status.start()
-            else:
-                self._status.update(text)
-        elif phase != self._phase:
-            self.note(phase_line(progress))
-        self._phase = phase
-
-    def close(self) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
 
 
 def progress_markup(progress: Progress, width: int) -> str:
@@ -92,23 +41,23 @@ def phase_line(progress: Progress) -> str:
 
 
 def result_json(result: LaunchResult, exit_code: int) -> JsonObject:
-    o = result.outcome
-    d = o.decision if o else None
+    v = result.run_verdict
+    watched = result.seconds is not None
     return {
         "variant": result.variant,
         "host": result.host,
-        "verdict": result.verdict,
+        "verdict": v.kind.value,
         "exit_code": int(exit_code),
-        "signature": d.signature if d else None,
-        "message": d.message if d else None,
-        "remediation": d.remediation if d else None,
-        "phase": d.phase if d else None,
-        "evidence": [{"line": n, "text": t} for n, t in (d.evidence if d else [])],
-        "seconds": round(o.time_to_verdict, 3) if o else None,
-        "facts": o.facts if o else {},
+        "signature": v.signature,
+        "message": v.message if watched else None,
+        "remediation": v.remediation if watched else None,
+        "phase": v.phase,
+        "evidence": [e.to_json() for e in v.evidence],
+        "seconds": round(result.seconds, 3) if result.seconds is not None else None,
+        "facts": thaw(result.facts),
         "expect": [m.to_json() for m in result.expect],
         "expect_ok": result.expect_ok,
-        "last_lines": o.last_lines[-10:] if o else [],
+        "last_lines": list(v.last_lines[-10:]),
         "pid": result.record.pid if result.record else None,
         **({"job": result.record.job} if result.record and result.record.job else {}),
         "port": result.record.port if result.record else None,
@@ -118,7 +67,7 @@ def result_json(result: LaunchResult, exit_code: int) -> JsonObject:
         "stopped": stop_dict(result.host, result.stopped) if result.stopped else None,
         "patches": {p.name: p.to_json() for p in result.patches},
         "preflight": [f.to_dict() for f in result.findings],
-        "reconnects": o.reconnects if o else 0,
+        "reconnects": result.reconnects,
         "notes": list(result.notes),
     }
 
@@ -127,18 +76,17 @@ def verdict_lines(result: LaunchResult) -> list[str]:
     """The verdict block: what happened, why, the evidence and the fix (or the facts)."""
     lines: list[str] = []
     say = lines.append
-    o = result.outcome
+    v, seconds = result.run_verdict, result.seconds
     where = f"{result.variant} on {result.host}"
-    if o is None:
+    if seconds is None:
         rec = result.record
         say(f"started {where} ({rec.ident if rec else 'pid ?'}, port {rec.port if rec else '?'}); "
             f"`variantctl watch {result.variant}` follows it")
         return lines
-    d = o.decision
-    if o.verdict == READY:
+    if v.kind == READY:
         port = result.record.port if result.record else "?"
-        say(f"READY  {where} in {o.time_to_verdict:.1f}s (port {port})")
-        facts = o.facts
+        say(f"READY  {where} in {seconds:.1f}s (port {port})")
+        facts = thaw(result.facts)
         config = as_object(facts.get("config"))
         shown = {k: facts.get(k) for k in ("vllm_version", "engine", "attention_backend",
                                            "kv_cache_tokens", "max_concurrency")
@@ -152,26 +100,25 @@ def verdict_lines(result: LaunchResult) -> list[str]:
             say(f"expect FAIL {m.describe()}")
         if not result.expect_ok:
             say("the server is up but does not run as the variant expects")
-    elif o.verdict in (FAILED, HANG):
-        label = "FAILED" if o.verdict == FAILED else "HANG"
-        sig = d.signature if d else None
-        say(f"{label} {where} after {o.time_to_verdict:.1f}s: {sig or 'unknown'}"
-            + (f" (phase: {d.phase})" if d and d.phase else ""))
-        if d and d.message:
-            say(f"  {d.message}")
-        for n, text in (d.evidence if d else [])[:6]:
-            say(f"  log:{n}: {text[:300]}")
-        if d and d.remediation:
-            say(f"  fix: {d.remediation}")
-    elif o.verdict == EXITED:
-        say(f"EXITED {where} after {o.time_to_verdict:.1f}s with no known failure signature; "
+    elif v.kind in (FAILED, HANG):
+        label = "FAILED" if v.kind == FAILED else "HANG"
+        say(f"{label} {where} after {seconds:.1f}s: {v.signature or 'unknown'}"
+            + (f" (phase: {v.phase})" if v.phase else ""))
+        if v.message:
+            say(f"  {v.message}")
+        for e in v.evidence[:6]:
+            say(f"  log:{e.line}: {e.text[:300]}")
+        if v.remediation:
+            say(f"  fix: {v.remediation}")
+    elif v.kind == EXITED:
+        say(f"EXITED {where} after {seconds:.1f}s with no known failure signature; "
             "last lines:")
-        for line in o.last_lines[-10:]:
+        for line in v.last_lines[-10:]:
             say(f"  | {line[:300]}")
-    elif o.verdict == TIMEOUT:
-        say(f"TIMEOUT {where}: no verdict after {o.time_to_verdict:.0f}s"
-            + (f" (phase: {d.phase})" if d and d.phase else ""))
-        for line in o.last_lines[-5:]:
+    elif v.kind == TIMEOUT:
+        say(f"TIMEOUT {where}: no verdict after {seconds:.0f}s"
+            + (f" (phase: {v.phase})" if v.phase else ""))
+        for line in v.last_lines[-5:]:
             say(f"  | {line[:300]}")
     return lines
 
@@ -180,8 +127,7 @@ def aftermath_lines(result: LaunchResult) -> list[str]:
     """How the server was left, and where the run was archived."""
     lines: list[str] = []
     say = lines.append
-    o = result.outcome
-    if o is None:
+    if not result.watched:
         return lines
     if result.stopped is not None:
         s = result.stopped
@@ -191,7 +137,7 @@ def aftermath_lines(result: LaunchResult) -> list[str]:
                 f"port {s.record.port} is free")
         else:
             say(f"WARNING: could not fully stop the server: {list(s.result.remaining)}")
-    elif o.verdict in (FAILED, HANG, TIMEOUT) and result.record:
+    elif result.verdict in (FAILED, HANG, TIMEOUT) and result.record:
         say(f"kept running (--keep): {result.record.ident}; `variantctl stop "
             f"{result.variant}` ends it")
     for note in result.notes:

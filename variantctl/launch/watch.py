@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from variantctl.errors import TargetError
 from variantctl.jsontypes import JsonMapping
 from variantctl.launch.classify import ClassifierAdapter, Decision
+from variantctl.logs.verdict import VerdictKind
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.activity import TreeSample, cpu_used
 from variantctl.targets.base import Target
@@ -41,7 +42,8 @@ from variantctl.targets.process import read_from
 if TYPE_CHECKING:
     from variantctl.launch.launcher import Launcher
 
-READY, FAILED, HANG, EXITED, TIMEOUT = "ready", "failed", "hang", "exited", "timeout"
+READY, FAILED, HANG, EXITED, TIMEOUT = (VerdictKind.READY, VerdictKind.FAILED, VerdictKind.HANG,
+                                        VerdictKind.EXITED, VerdictKind.TIMEOUT)
 
 #: seconds between log reads (the fail-fast latency is about this plus one round trip)
 LOG_POLL = 0.2
@@ -123,8 +125,11 @@ class Progress:
 
 @dataclass(frozen=True)
 class WatchOutcome:
-    verdict: str
-    decision: Decision | None
+    """How a watch ended: the verdict and the decision behind it, and what the watch saw
+    (the launch turns it into its one verdict value, ``runs/run.RunVerdict``)."""
+
+    verdict: VerdictKind
+    decision: Decision
     elapsed: float
     lines: int
     last_lines: tuple[str, ...]
@@ -176,7 +181,7 @@ def watch(
     note: str | None = None
 
     def outcome(
-        verdict: str, decision: Decision | None, line_no: int | None = None
+        verdict: VerdictKind, decision: Decision, line_no: int | None = None
     ) -> WatchOutcome:
         now = clock()
         return WatchOutcome(

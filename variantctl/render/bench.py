@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from variantctl.bench.gpu import Stat
     from variantctl.bench.model import BenchResult, LevelResult, Stats
-    from variantctl.bench.search import SearchResult
+    from variantctl.bench.searchresult import SearchResult
     from variantctl.bench.session import ServerDeath
     from variantctl.bench.uncertainty import FigureCI
 

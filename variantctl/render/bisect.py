@@ -11,8 +11,9 @@ from variantctl.render.sweep import plan_blocks
 
 if TYPE_CHECKING:
     from variantctl.sweeps.bisect import Effect, Subset
+    from variantctl.sweeps.bisectmodel import Bisection, BisectResult
     from variantctl.sweeps.plan import Plan
-    from variantctl.usecases.bisect import Bisection, BisectPlan, BisectResult
+    from variantctl.usecases.bisect import BisectPlan
 
 
 def _head(bis: Bisection) -> str:

@@ -22,6 +22,8 @@ from typing import TypeAlias, overload
 from variantctl.jsonfields import Fields, StoredFileError, kind_of
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.logs.expect import Mismatch
+from variantctl.logs.result import Evidence, Result
+from variantctl.logs.verdict import VerdictKind
 from variantctl.variants.rules import Finding
 
 #: schema of run.json; 2 added the content key, typed verdict/expect and benchmarks;
@@ -92,16 +94,12 @@ def _thaw_opt(value: JsonMapping | None) -> JsonObject | None:
 
 
 @dataclass(frozen=True)
-class Evidence:
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
 class RunVerdict:
-    """How the start ended (``started`` while nobody watched it)."""
+    """How the start ended (``started`` while nobody watched it): the launch's one verdict
+    value, built once (:meth:`of`) from the classifier's :class:`~variantctl.logs.result.Result`
+    and carried to ``run.json``, the printed verdict, ``--json`` and the exit code."""
 
-    kind: str = "started"
+    kind: VerdictKind = VerdictKind.STARTED
     signature: str | None = None
     title: str = ""
     message: str = ""
@@ -114,6 +112,37 @@ class RunVerdict:
     health: int | None = None
     #: the classifier's whole result (``variantctl.classify/1``), when there was one
     classifier: JsonMapping | None = None
+
+    def __post_init__(self) -> None:
+        # a plain string ("ready") is accepted and becomes the member; anything else is
+        # not a verdict (ValueError; a stored file's is checked where it is read)
+        object.__setattr__(self, "kind", VerdictKind(self.kind))
+
+    @classmethod
+    def of(cls, kind: VerdictKind, result: Result | None, *, waiting: str | None = None,
+           decisive_line: int | None = None, last_lines: tuple[str, ...] = (),
+           lines: int = 0, health: int | None = None) -> RunVerdict:
+        """The verdict of a watched start: ``result`` (None: nothing explains it) gives the
+        signature, texts, phase, evidence and the stored classifier result; ``waiting``
+        (a queued job's reason) is the phase when the server had not begun to run."""
+        return cls(
+            kind=kind,
+            signature=result.signature if result else None,
+            title=result.title if result else "",
+            message=result.message if result else "",
+            remediation=result.remediation if result else "",
+            phase=waiting if waiting is not None else (result.phase if result else None),
+            evidence=result.evidence if result else (),
+            decisive_line=decisive_line,
+            last_lines=last_lines,
+            lines=lines,
+            health=health,
+            classifier=freeze_object(result.to_json()) if result else None,
+        )
+
+    @property
+    def ended_badly(self) -> bool:
+        return self.kind.ended_badly
 
     def to_json(self) -> JsonObject:
         return {
@@ -211,7 +240,7 @@ class RunRecord:
             raise RunFileError(f"{source}: run_id {run_id!r} is not <key>-<seq>")
         v = r.obj("verdict")
         verdict = RunVerdict(
-            kind=v.text("verdict"),
+            kind=_verdict_kind(v),
             signature=v.opt_text("signature"),
             title=v.text("title", ""),
             message=v.text("message", ""),
@@ -247,6 +276,16 @@ class RunRecord:
             profiles=artifact_names(r, "profiles") if schema >= 3 else (),
             schema=schema,
         )
+
+
+def _verdict_kind(v: Fields) -> VerdictKind:
+    """``verdict.verdict``: one of the launch verdicts (an error naming the field if not)."""
+    text = v.text("verdict")
+    try:
+        return VerdictKind(text)
+    except ValueError:
+        raise v.error("verdict", f"{text!r} is not a verdict (one of "
+                      f"{', '.join(k.value for k in VerdictKind)})") from None
 
 
 def _patches(r: Fields) -> Mapping[str, PatchEntry]:

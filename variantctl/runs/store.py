@@ -29,17 +29,16 @@ import stat
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.errors import NotFoundError
 from variantctl.jsonfields import Fields, StoredFileError
-from variantctl.jsontypes import JsonMapping
+from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.run import RUN_ID, RunFileError, RunRecord
 from variantctl.targets.local import LocalTarget
 
 if TYPE_CHECKING:
-    from variantctl.bench.model import BenchResult
     from variantctl.runs.profilefile import StoredProfile
     from variantctl.runs.sweepstate import SweepDoc
 
@@ -55,6 +54,14 @@ MAX_SWEEP_STATE = 64 << 20
 #: ``bench --profile`` named them then (no ``Z``) and as it names them now
 _LEGACY_PROFILE = re.compile(r"profile-[0-9]{8}T[0-9]{6}Z?(-[0-9]+)?\.json")
 _DIR = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<variant>.+)-(?P<id>" + RUN_ID.pattern + ")")
+
+
+class BenchDocument(Protocol):
+    """A benchmark result as the store keeps it (``bench/model.BenchResult``: the result
+    model lives with the load generator, which this package must not import, even for
+    its type)."""
+
+    def to_json(self) -> JsonObject: ...
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ class RunStore:
         self._files.write_atomic(str(path), data)
         return path
 
-    def attach_benchmark(self, run_dir: Path, result: BenchResult, when: datetime, *,
+    def attach_benchmark(self, run_dir: Path, result: BenchDocument, when: datetime, *,
                          death: JsonMapping | None = None) -> Path:
         """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``,
         with the server's death when it died during it) and list it in run.json, so a

@@ -208,7 +208,7 @@ class TargetPointRunner:
                                 timings={"total_s": round(self.clock() - t0, 3)})
         t_ready = self.clock()
         base = _outcome_of(result)
-        ttr = result.outcome.time_to_verdict if result.outcome else 0.0
+        ttr = result.seconds or 0.0
         if result.verdict != "ready" or result.record is None:
             return dataclasses.replace(base, status="failed", timings={
                 "launch_s": round(t_ready - t0, 3), "time_to_ready_s": round(ttr, 3),
@@ -493,12 +493,11 @@ class _SweepLevels(ColdLevels):
 
 
 def _outcome_of(result: LaunchResult) -> PointOutcome:
-    decision = result.outcome.decision if result.outcome else None
+    v = result.run_verdict
     return PointOutcome(
         status="failed", run_id=result.run_id,
-        run_dir=str(result.run_dir) if result.run_dir else None, verdict=result.verdict,
-        signature=decision.signature if decision else None,
-        message=(decision.message or decision.title) if decision else "")
+        run_dir=str(result.run_dir) if result.run_dir else None, verdict=v.kind.value,
+        signature=v.signature, message=v.message or v.title)
 
 
 def _run_guarded(coro: Coroutine[Any, Any, RunOutcome], stop: threading.Event) -> RunOutcome:

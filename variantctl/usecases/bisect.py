@@ -16,9 +16,6 @@ from variantctl.exitcodes import ExitCode
 from variantctl.jsontypes import JsonMapping
 from variantctl.project.loaded import Project
 from variantctl.sweeps.bisect import (
-    GREEDY_MAX,
-    Effect,
-    Setting,
     Subset,
     cost,
     decide,
@@ -28,12 +25,11 @@ from variantctl.sweeps.bisect import (
     level_of,
     requires_of,
     settings_between,
-    subset_label,
 )
+from variantctl.sweeps.bisectmodel import Bisection, BisectResult, Measured
 
 if TYPE_CHECKING:
     from variantctl.bench.model import LevelResult
-    from variantctl.benchparams import BenchParams
     from variantctl.report.model import RunInput
     from variantctl.sweeps.executor import SweepUI
     from variantctl.sweeps.model import GridKey, GridValue
@@ -50,26 +46,6 @@ class BisectRequest:
     resume: bool = False
     include_predicted: bool = False
     grace: float = 10.0
-
-
-@dataclass(frozen=True)
-class Bisection:
-    """Two checked runs and what a bisect of them varies (built before anything runs)."""
-
-    a: RunInput
-    b: RunInput
-    host: str
-    settings: tuple[Setting, ...]
-    base: ResolvedVariant
-    bench: BenchParams
-    notes: tuple[str, ...]
-
-    @property
-    def strategy(self) -> str:
-        return "one-at-a-time" if len(self.settings) <= GREEDY_MAX else "group-halving"
-
-    def round_name(self, n: int) -> str:
-        return f"bisect-{self.a.run_id}-{self.b.run_id}-r{n}"
 
 
 def _bad(message: str, hint: str | None = None) -> VariantctlError:
@@ -190,36 +166,6 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
     previous = read_state(project.runs.sweep_state_path(spec.name)) if resume else None
     return plan_points(project, spec, bases, on_hosts=(bis.host,),
                        include_predicted=include_predicted, previous=previous, resume=resume)
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One configuration's outcome: its levels (empty when it was not measured)."""
-
-    subset: Subset
-    round: int
-    status: str
-    run_id: str | None
-    levels: tuple[LevelResult, ...]
-
-
-@dataclass(frozen=True)
-class BisectResult:
-    """What a bisect measured and found (the renderers' input)."""
-
-    bisection: Bisection
-    level: int
-    total: Effect
-    effects: dict[Subset, Effect]
-    measured: dict[Subset, Measured]
-    found: Subset | None
-    reason: str
-    rounds: int
-    first_launches: int
-    at_most: int
-
-    def label(self, subset: Subset) -> str:
-        return subset_label(subset, self.bisection.settings)
 
 
 @dataclass(frozen=True)

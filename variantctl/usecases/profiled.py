@@ -50,8 +50,7 @@ def relaunch_profiled(project: Project, target: Target, host: Host, variant: str
     result = launch_variant(target, host, profiled,
                             LaunchOptions(replace=True, keep=True, wait=True), ctx, _UI())
     if result.verdict != "ready" or result.record is None:
-        decision = result.outcome.decision if result.outcome is not None else None
-        message = decision.title if decision is not None else ""
+        message = result.run_verdict.title
         raise VariantctlError(
             f"{variant}: the relaunch with profiling on ended {result.verdict}"
             + (f": {message}" if message else ""),

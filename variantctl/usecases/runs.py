@@ -30,8 +30,8 @@ def list_runs(env: Environment, *, variant: str | None, verdict: str | None
               ) -> tuple[Path, list[dict[str, Any]]]:
     """The store's root and one summary row per run (``runs --json``'s objects), those
     of ``variant`` and ``verdict`` when given."""
-    from variantctl.render.runs import summary_json
     from variantctl.runs.store import RunStore
+    from variantctl.runs.summary import summary_json
 
     store = RunStore(env.runs_dir)
     rows = [summary_json(d, rec) for d, rec in store.records()]

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias
 
 from variantctl.errors import ConfigError, NotFoundError
+from variantctl.hostmodel import Vendor
 from variantctl.spelling import did_you_mean
 from variantctl.variants.model import (
     DEFAULT_COMMAND,
@@ -29,7 +30,6 @@ from variantctl.variants.model import (
     Layer,
     ResolvedVariant,
     Startup,
-    Vendor,
 )
 
 

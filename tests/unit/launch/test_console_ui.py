@@ -13,7 +13,7 @@ from rich.console import Console
 
 from tests.conftest import make_env
 from tests.unit.bench.test_render_bench import Tty
-from variantctl.launch.ui import ConsoleUI
+from variantctl.cli.launchui import ConsoleUI
 from variantctl.launch.watch import Progress
 
 

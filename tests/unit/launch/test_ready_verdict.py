@@ -20,6 +20,7 @@ from variantctl.launch.classify import ClassifierAdapter
 from variantctl.launch.launcher import ProcessLauncher
 from variantctl.launch.watch import READY, watch
 from variantctl.runs.record import ServerRecord
+from variantctl.runs.run import RunVerdict
 from variantctl.targets.local import LocalTarget
 
 
@@ -51,7 +52,8 @@ def test_ready_before_the_log_shows_it_carries_no_hang_signature() -> None:
     for line in head:
         c.feed(line)
     d = c.ready()
-    assert d.verdict == "ready" and d.signature is None and d.title == ""
+    told = RunVerdict.of(d.verdict, d.result, waiting=d.waiting)
+    assert d.verdict == "ready" and told.signature is None and told.title == ""
 
 
 def test_watch_reads_the_log_to_its_end_before_the_ready_verdict(
@@ -71,5 +73,5 @@ def test_watch_reads_the_log_to_its_end_before_the_ready_verdict(
     out = watch(LocalTarget(), record, _classifier(), timeout=30,
                 launcher=ProcessLauncher())
     assert out.verdict == READY
-    assert out.decision is not None and out.decision.signature == "startup-ok"
+    assert out.decision.result is not None and out.decision.result.signature == "startup-ok"
     assert out.lines == len(head) + len(filler) + len(decisive)

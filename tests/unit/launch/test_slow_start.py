@@ -18,6 +18,7 @@ from variantctl.launch.watch import (
     SILENT_PHASE_STALLS,
     BusyJudge,
 )
+from variantctl.runs.run import RunVerdict
 from variantctl.targets.activity import (
     HostConditions,
     TreeSample,
@@ -130,6 +131,11 @@ def test_busy_judge_counts_work_within_its_budget() -> None:
     assert judge.share(104.0, None) is None and judge.last is None
 
 
+def _told(decision: Decision) -> RunVerdict:
+    """The decision as the launch carries it to run.json and the printed verdict."""
+    return RunVerdict.of(decision.verdict, decision.result, waiting=decision.waiting)
+
+
 def _hang(config_line: str) -> Decision:
     now = [0.0]
     adapter = ClassifierAdapter.create(stall_seconds=5, clock=lambda: now[0], catalog=CATALOG)
@@ -147,27 +153,28 @@ CONFIG = ("INFO 12-01 21:00:01 [core.py:1] Initializing a V1 LLM engine (v0.32.0
 
 def test_a_hang_on_a_host_without_gpus_gets_no_gpu_advice() -> None:
     cpu = _hang(CONFIG.format(device="cpu"))
-    assert (cpu.signature, cpu.phase) == ("engine-start-hang", "engine-config")
-    assert "NCCL" in cpu.remediation  # the catalog's text, before the host is known
-    told = on_host(cpu, HostConditions(load=0.5, cores=2, gpus=None), CATALOG)
+    assert (_told(cpu).signature, _told(cpu).phase) == ("engine-start-hang", "engine-config")
+    assert "NCCL" in _told(cpu).remediation  # the catalog's text, before the host is known
+    told = _told(on_host(cpu, HostConditions(load=0.5, cores=2, gpus=None), CATALOG))
     assert "NCCL" not in told.remediation and "py-spy dump" in told.remediation
     # the log says cuda: GPU advice, whatever /dev looked like from here
-    gpu = on_host(_hang(CONFIG.format(device="cuda")), HostConditions(gpus=False), CATALOG)
+    gpu = _told(on_host(_hang(CONFIG.format(device="cuda")), HostConditions(gpus=False),
+                        CATALOG))
     assert "NCCL" in gpu.remediation
     # no device in the log: the host's devices decide
     bare = _hang("INFO 12-01 21:00:01 [core.py:1] Initializing a V1 LLM engine (v0.32.0) "
                  "with config: model='m', seed=0")
-    assert "NCCL" not in on_host(bare, HostConditions(gpus=False), CATALOG).remediation
-    assert "NCCL" in on_host(bare, HostConditions(gpus=True), CATALOG).remediation
-    assert "NCCL" in on_host(bare, HostConditions(), CATALOG).remediation
+    assert "NCCL" not in _told(on_host(bare, HostConditions(gpus=False), CATALOG)).remediation
+    assert "NCCL" in _told(on_host(bare, HostConditions(gpus=True), CATALOG)).remediation
+    assert "NCCL" in _told(on_host(bare, HostConditions(), CATALOG)).remediation
 
 
 def test_a_hang_on_a_loaded_host_says_so() -> None:
     decision = _hang(CONFIG.format(device="cpu"))
-    told = on_host(decision, HostConditions(load=9.0, cores=2, gpus=False), CATALOG)
+    told = _told(on_host(decision, HostConditions(load=9.0, cores=2, gpus=False), CATALOG))
     assert "load average 9.0 on 2 cores" in told.message
-    assert told.message.startswith(decision.message.rstrip())
-    quiet = on_host(decision, HostConditions(load=1.2, cores=2, gpus=False), CATALOG)
+    assert told.message.startswith(_told(decision).message.rstrip())
+    quiet = _told(on_host(decision, HostConditions(load=1.2, cores=2, gpus=False), CATALOG))
     assert "load average" not in quiet.message
     # a failure is not retold
     failed = Decision(verdict="failed", decisive=True, result=decision.result)

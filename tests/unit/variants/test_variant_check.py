@@ -11,9 +11,9 @@ import pytest
 
 from tests.unit.variants.conftest import write_project
 from variantctl.config.variants import load_catalog
-from variantctl.hostmodel import Host
+from variantctl.hostmodel import Host, Vendor
 from variantctl.variants.check import check, has_errors
-from variantctl.variants.model import ResolvedVariant, Vendor
+from variantctl.variants.model import ResolvedVariant
 from variantctl.variants.resolve import resolve
 from variantctl.variants.rules import Finding
 

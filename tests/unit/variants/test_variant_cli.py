@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.unit.variants.conftest import write_project
 from variantctl.config.hosts import load_hosts_file
-from variantctl.variants.model import Vendor
+from variantctl.hostmodel import Vendor
 
 REPO = Path(__file__).resolve().parents[3]
 
