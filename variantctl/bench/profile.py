@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from variantctl.bench.profiledata import Event, breakdown, chrome_trace, parse_lines
 from variantctl.errors import TargetError, VariantctlError
@@ -39,6 +39,9 @@ from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
+
+if TYPE_CHECKING:
+    from variantctl.runs.store import RunStore
 
 ENV = PROFILE_ENV
 #: the recorder flushes every 0.5 s (FLUSH_INTERVAL_S in runtime/profile_recorder.py)
@@ -172,19 +175,18 @@ def trace_from_document(doc: dict[str, Any]) -> JsonObject:  # doc: a stored fil
 
 
 def store(collector: Collector, record: ServerRecord, variant: str, when: datetime, *,
-          runs_root: Path) -> Path | None:
-    """``profile-<stamp>.json`` in the launch's run directory, listed in its run.json (None
-    when it has none here, or when the launch is another project's: never written
-    through)."""
+          runs: RunStore) -> Path | None:
+    """``profile-<stamp>.json`` in the launch's run directory, listed in its run.json,
+    through the command's run store (None when it has none here, or when the launch is
+    another project's: never written through)."""
     from variantctl.launch.servers import foreign_owner
-    from variantctl.runs.store import RunStore
 
     if (not record.run_dir or not Path(record.run_dir).is_dir()
-            or foreign_owner(record, runs_root)):
+            or foreign_owner(record, runs.root)):
         return None
     run_dir = Path(record.run_dir)
     doc = raw_document(collector, variant, when.isoformat())
-    return RunStore(run_dir.parent).attach_profile(run_dir, doc, when)
+    return runs.attach_profile(run_dir, doc, when)
 
 
 def write_trace(collector: Collector, path: Path) -> None:

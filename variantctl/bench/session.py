@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from variantctl.bench.model import WarmupResult
     from variantctl.bench.profile import Collector
     from variantctl.bench.runner import LiveProgress
+    from variantctl.runs.store import RunStore
 
 T = TypeVar("T")
 
@@ -168,6 +169,9 @@ class RunOutcome:
     interrupted: bool = False
     #: ``bench --profile``: one breakdown per level (variantctl.bench.profile)
     profile: tuple[JsonObject, ...] | None = None
+    #: why the measured result could not be stored (a full disk): the result is still
+    #: printed (and in --json), this error after it, and the command exits 1
+    store_error: VariantctlError | None = None
 
     @property
     def failed_levels(self) -> list[LevelResult]:
@@ -177,7 +181,7 @@ class RunOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return ExitCode.INTERRUPTED
-        if self.death is not None or self.failed_levels:
+        if self.death is not None or self.failed_levels or self.store_error is not None:
             return ExitCode.FAILED
         return ExitCode.OK
 
@@ -522,16 +526,17 @@ def _restore_sigint(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def store_result(outcome: RunOutcome, record: ServerRecord | None, when: datetime, *,
-                 runs_root: Path) -> Path | None:
-    """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json (None
-    without one, or when the launch is another project's: never written through)."""
+                 runs: RunStore) -> Path | None:
+    """``bench-<stamp>.json`` in the launch's archived run, listed in its run.json,
+    through the command's run store (None without one, or when the launch is another
+    project's: never written through). A write that fails (a full disk) is a
+    :class:`~variantctl.errors.VariantctlError`; the caller still has the outcome."""
     from variantctl.launch.servers import foreign_owner
-    from variantctl.runs.store import RunStore
 
-    if record is None or not record.run_dir or foreign_owner(record, runs_root):
+    if record is None or not record.run_dir or foreign_owner(record, runs.root):
         return None
     run_dir = Path(record.run_dir)
     if not run_dir.is_dir():
         return None
     death = None if outcome.death is None else outcome.death.to_json()
-    return RunStore(run_dir.parent).attach_benchmark(run_dir, outcome.result, when, death=death)
+    return runs.attach_benchmark(run_dir, outcome.result, when, death=death)

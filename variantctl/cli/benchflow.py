@@ -76,6 +76,7 @@ def _bench_variant(project: Project, params: BenchParams, variant: str, host_nam
                    view: Any, started_at: str, store: bool, *, profile: bool = False,
                    trace: Path | None = None, several: bool = False) -> RunOutcome:
     from variantctl.bench.session import find_server, measure, reach, store_result
+    from variantctl.errors import VariantctlError
     from variantctl.launch.launcher import launcher_for
     from variantctl.project.selection import select_hosts, variant_host
     from variantctl.targets.connect import open_target
@@ -100,10 +101,14 @@ def _bench_variant(project: Project, params: BenchParams, variant: str, host_nam
     if collector is not None:
         from variantctl.cli.profileflow import after_profiled_run
 
-        outcome = after_profiled_run(env, collector, outcome, record, store=store,
+        outcome = after_profiled_run(env, collector, outcome, record, runs=project.runs,
+                                     store=store,
                                      trace=trace, several=several)
     if store:
-        stored = store_result(outcome, record, env.now(), runs_root=env.runs_dir)
+        try:
+            stored = store_result(outcome, record, env.now(), runs=project.runs)
+        except VariantctlError as exc:  # a full disk: the measured figures are still shown
+            return replace(outcome, store_error=exc)
         if stored is not None:
             return replace(outcome, stored=stored)
         from variantctl.launch.servers import foreign_owner
@@ -150,6 +155,8 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
             doc = o.result.to_json()
             doc["intervals"] = levels_json(o.result.levels, o.result.params.until_ci)
             doc["stored"] = None if o.stored is None else str(o.stored)
+            if o.store_error is not None:
+                doc["store_error"] = o.store_error.to_json()
             doc["server_death"] = None if o.death is None else o.death.to_json()
             if o.profile is not None:
                 doc["profile"] = o.profile
@@ -179,6 +186,9 @@ def _print(env: Environment, outcomes: Sequence[RunOutcome],
         if o.interrupted:
             env.stderr.print(f"{o.label}: interrupted; partial results kept", markup=False,
                              highlight=False)
+        if o.store_error is not None:  # after the figures, which are the user's to keep
+            env.stderr.print(f"error: {o.label}: result not stored: {o.store_error.message}",
+                             markup=False, highlight=False, soft_wrap=True)
 
 
 def _export(env: Environment, outcomes: Sequence[RunOutcome], base: Path) -> None:

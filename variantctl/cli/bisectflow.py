@@ -184,7 +184,8 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
         if known_patchsets is not None and name in known_patchsets:
             fingerprints[name] = project.patchset(name).fingerprint
     records = [rec for _, rec in project.runs.records() if not isinstance(rec, RunFileError)]
-    previous = read_state(project.runs.sweep_state_path(spec.name)) if resume else None
+    previous = (read_state(project.runs, project.runs.sweep_state_path(spec.name))
+                if resume else None)
     return make_plan(spec, bases, known, on_hosts=(bis.host,),
                      known_patchsets=known_patchsets, patchset_fingerprints=fingerprints,
                      history=History.from_records(records), include_predicted=include_predicted,
@@ -293,13 +294,13 @@ def _run_round(env: Environment, project: Project, bis: Bisection, n: int, plan:
     from variantctl.cli.sweepflow import _term_as_interrupt, execute_plan
     from variantctl.render.sweep import plan_blocks
     from variantctl.report.load import load_run
-    from variantctl.sweeps.lock import sweep_lock
     from variantctl.sweeps.state import read_state
 
     name = bis.round_name(n)
     emit(env, [replace(b, err=True) for b in plan_blocks(plan, dry_run=False)])
-    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), _term_as_interrupt():
-        previous = read_state(project.runs.sweep_state_path(name))
+    with project.runs.sweep_lock(name, started_at=env.now().isoformat()), \
+            _term_as_interrupt():
+        previous = read_state(project.runs, project.runs.sweep_state_path(name))
         doc, host_errors, interrupted = execute_plan(
             env, project, plan, name, previous=previous, resume=resume,
             include_predicted=include_predicted, grace=grace)

@@ -22,6 +22,7 @@ from variantctl.targets.base import Target
 if TYPE_CHECKING:
     from variantctl.bench.profile import Collector
     from variantctl.bench.session import RunOutcome
+    from variantctl.runs.store import RunStore
     from variantctl.targets.profilepoints import Missing
     from variantctl.variants.model import ResolvedVariant
     from variantctl.variants.rules import Finding
@@ -84,7 +85,7 @@ def _relaunch(project: Project, target: Target, host: Host, variant: str,
 
 
 def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutcome,
-                       record: ServerRecord, *,
+                       record: ServerRecord, *, runs: RunStore,
                        store: bool, trace: Path | None, several: bool) -> RunOutcome:
     """The outcome with its breakdowns; raw events into the run record; the trace file."""
     from variantctl.bench import profile
@@ -94,8 +95,7 @@ def after_profiled_run(env: Environment, collector: Collector, outcome: RunOutco
     if not any(lv.events for lv in collector.levels):
         _say(env, "warning: " + empty_hint(outcome.label, collector.directory))
     if store:
-        path = profile.store(collector, record, outcome.label, env.now(),
-                                 runs_root=env.runs_dir)
+        path = profile.store(collector, record, outcome.label, env.now(), runs=runs)
         if path is not None:
             _say(env, f"{outcome.label}: profile events stored {path}")
     if trace is not None:

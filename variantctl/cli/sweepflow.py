@@ -131,9 +131,11 @@ def run_sweep_command(env: Environment, name: str, *, dry_run: bool, resume: boo
     if dry_run:
         return _run_sweep(env, name, dry_run=True, resume=resume, hosts=hosts,
                           include_predicted=include_predicted, grace=grace, as_json=as_json)
-    from variantctl.sweeps.lock import sweep_lock
+    from variantctl.runs.store import RunStore
 
-    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), _term_as_interrupt():
+    # the sweep's lock is the run store's (this command's store is built in _run_sweep)
+    with RunStore(env.runs_dir).sweep_lock(name, started_at=env.now().isoformat()), \
+            _term_as_interrupt():
         return _run_sweep(env, name, dry_run=False, resume=resume, hosts=hosts,
                           include_predicted=include_predicted, grace=grace, as_json=as_json)
 
@@ -170,7 +172,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
 
     project = Project(env)
     path = project.runs.sweep_state_path(name)
-    previous = read_state(path)
+    previous = read_state(project.runs, path)
     plan = load_plan(project, name, hosts=hosts, include_predicted=include_predicted,
                      previous=previous, resume=resume)
     if dry_run:

@@ -26,20 +26,22 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from variantctl.errors import NotFoundError
 from variantctl.jsonfields import Fields, StoredFileError
-from variantctl.jsontypes import JsonMapping
-from variantctl.runs.record import safe_name, stamp_of
+from variantctl.jsontypes import JsonMapping, JsonObject
+from variantctl.runs.record import safe_name
 from variantctl.runs.run import RUN_ID, RunFileError, RunRecord
 from variantctl.targets.local import LocalTarget
 
 if TYPE_CHECKING:
-    from variantctl.bench.model import BenchResult
+    from variantctl.runs.handle import RunHandle
     from variantctl.runs.profilefile import StoredProfile
     from variantctl.runs.sweepstate import SweepDoc
 
@@ -57,6 +59,13 @@ _LEGACY_PROFILE = re.compile(r"profile-[0-9]{8}T[0-9]{6}Z?(-[0-9]+)?\.json")
 _DIR = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<variant>.+)-(?P<id>" + RUN_ID.pattern + ")")
 
 
+class ToJson(Protocol):
+    """A value the store writes as a JSON document (a measured ``BenchResult``: the
+    result model lives with the load generator, which this package must not import)."""
+
+    def to_json(self) -> JsonObject: ...
+
+
 @dataclass(frozen=True)
 class RunDir:
     """One run's directory and its id (from the name, before run.json is read)."""
@@ -71,7 +80,8 @@ class RunDir:
 class RunStore:
     def __init__(self, root: Path):
         self.root = root
-        self._files = LocalTarget()
+        #: the one writer of the store's files (the Target contract's, on this machine)
+        self.files = LocalTarget()
 
     # -- listing ---------------------------------------------------------------
 
@@ -149,15 +159,27 @@ class RunStore:
             record = replace(record, profiles=_legacy_profiles(run_dir))
         return record
 
-    def write(self, run_dir: Path, record: RunRecord) -> Path:
-        """run.json, always in the current schema."""
-        from variantctl.runs.run import RUN_SCHEMA
+    def open_run(self, run: str | Path | RunDir) -> RunHandle:
+        """The run to write (its id, a unique prefix of it, or its directory in this
+        store): a command opens it once and writes its verdict, benchmarks and profiles
+        through the handle (one writer of run.json, under the run's lock)."""
+        from variantctl.runs.handle import RunHandle
 
-        path = run_dir / "run.json"
-        doc = replace(record, schema=RUN_SCHEMA).to_json()
-        text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
-        self._files.write_atomic(str(path), (text + "\n").encode())
-        return path
+        if isinstance(run, RunDir):
+            return RunHandle(self, run)
+        if isinstance(run, str):
+            return RunHandle(self, self.find(run))
+        m = _DIR.fullmatch(run.name)
+        if (m is None or run.is_symlink() or not run.is_dir()
+                or run.resolve().parent != self.root.resolve()):
+            raise NotFoundError(f"{run}: not a run directory of {self.root}")
+        return RunHandle(self, RunDir(run, m.group("id"), m.group("key"), int(m.group("seq")),
+                                      m.group("variant")))
+
+    def write(self, run_dir: Path, record: RunRecord) -> Path:
+        """run.json, always in the current schema, through the run's handle (its lock;
+        benchmarks and profiles already listed are kept)."""
+        return self.open_run(run_dir).record_verdict(record)
 
     def bench_document(self, run_dir: Path, name: str) -> Fields:
         """One benchmark file the run lists (``bench-<stamp>.json``), read bounded, for
@@ -177,49 +199,39 @@ class RunStore:
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"not a file name: {name!r}")
         path = run_dir / name
-        self._files.write_atomic(str(path), data)
+        self.files.write_atomic(str(path), data)
         return path
 
-    def attach_benchmark(self, run_dir: Path, result: BenchResult, when: datetime, *,
+    def attach_benchmark(self, run_dir: Path, result: ToJson, when: datetime, *,
                          death: JsonMapping | None = None) -> Path:
         """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``,
         with the server's death when it died during it) and list it in run.json, so a
-        launch and its benchmarks are one record."""
+        launch and its benchmarks are one record (:meth:`RunHandle.attach_benchmark`)."""
         data = result.to_json()
         if death is not None:
             data["server_death"] = dict(death)
-        text = json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n"
-        return self._attach(run_dir, "bench", when, text.encode())
+        return self.open_run(run_dir).attach_benchmark(data, when)
 
     def attach_profile(self, run_dir: Path, doc: JsonMapping, when: datetime) -> Path:
-        """Store a profile's raw events and breakdowns (``profile-<stamp>[-n].json``, the
-        bench files' stamp and same-second rule) and list it in run.json."""
-        data = (json.dumps(dict(doc), separators=(",", ":"), default=str) + "\n").encode()
-        return self._attach(run_dir, "profile", when, data)
-
-    def _attach(self, run_dir: Path, kind: str, when: datetime, data: bytes) -> Path:
-        stamp = stamp_of(when)
-        name, n = f"{kind}-{stamp}.json", 1
-        while (run_dir / name).exists() or (run_dir / name).is_symlink():  # same second
-            n += 1
-            name = f"{kind}-{stamp}-{n}.json"
-        path = self.write_file(run_dir, name, data)
-        try:
-            record = self.read(run_dir)
-        except RunFileError:
-            return path  # the result is kept beside it; the damaged record is reported by `runs`
-        if kind == "bench":
-            record = replace(record, benchmarks=(*record.benchmarks, name))
-        else:
-            record = replace(record, profiles=(*record.profiles, name))
-        self.write(run_dir, record)
-        return path
+        """Store a profile in the run and list it in run.json
+        (:meth:`RunHandle.attach_profile`)."""
+        return self.open_run(run_dir).attach_profile(doc, when)
 
     # -- sweep states --------------------------------------------------------
 
     def sweep_state_path(self, sweep: str) -> Path:
         """``runs/sweeps/NAME.json``."""
         return self.root / "sweeps" / f"{sweep}.json"
+
+    @contextmanager
+    def sweep_lock(self, sweep: str, *, started_at: str) -> Iterator[None]:
+        """Hold ``runs/sweeps/NAME.lock`` for the block: one run of a sweep at a time
+        (a second is refused, exit 3, naming the holder's pid and host)."""
+        from variantctl.runs.sweeplock import hold_sweep_lock
+
+        with hold_sweep_lock(self.files, self.root / "sweeps" / f"{sweep}.lock", sweep,
+                             started_at=started_at):
+            yield
 
     def read_sweep_state(self, path: Path) -> SweepDoc | None:
         """A sweep's state, validated (None when there is none). A state file in this
@@ -239,7 +251,7 @@ class RunStore:
         the one atomic writer: a killed variantctl leaves the last state written whole."""
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
-        self._files.write_atomic(str(path), text.encode())
+        self.files.write_atomic(str(path), text.encode())
         return path
 
 

@@ -421,8 +421,7 @@ class TargetPointRunner:
         if not any(lv.events for lv in collector.levels):
             self.ui.note(f"warning: {empty_hint(point.name, collector.directory)}")
         try:
-            path = store(collector, record, point.name, self.ctx.now(),
-                         runs_root=self.ctx.runs.root)
+            path = store(collector, record, point.name, self.ctx.now(), runs=self.ctx.runs)
         except VariantctlError as exc:
             self.ui.note(f"{point.name}: profile events not stored: {exc.message}")
             return []

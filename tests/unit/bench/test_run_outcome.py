@@ -16,6 +16,7 @@ from variantctl.bench.session import RunOutcome
 from variantctl.cli.profileflow import after_profiled_run
 from variantctl.exitcodes import ExitCode
 from variantctl.runs.record import ServerRecord
+from variantctl.runs.store import RunStore
 from variantctl.targets.local import LocalTarget
 
 
@@ -40,7 +41,8 @@ def test_after_profiled_run_returns_a_new_outcome_with_the_breakdowns(tmp_path: 
     collector.levels.append(LevelEvents("c=1", 1, 0, events))
     record = ServerRecord("cpu-eager", "local", 1, 8000, "/l", "/s", "/p", "2026-01-01T00:00:00")
     before = RunOutcome("cpu-eager", _result())
-    after = after_profiled_run(env, collector, before, record, store=False, trace=None,
+    after = after_profiled_run(env, collector, before, record, runs=RunStore(tmp_path),
+                               store=False, trace=None,
                                several=False)
     assert before.profile is None  # the measured outcome is left as it was
     assert after.result is before.result and after.label == "cpu-eager"
