@@ -21,12 +21,12 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     from variantctl.cli.common import current_env
     from variantctl.cli.output import emit, print_json
     from variantctl.render.output import Block, text
-    from variantctl.render.runs import runs_table, summary_json
+    from variantctl.render.runs import runs_table
     from variantctl.runs.store import RunStore
 
     env = current_env(ctx)
     store = RunStore(env.runs_dir)
-    rows = [summary_json(d, rec) for d, rec in store.records()]
+    rows = [row for _, row in store.summaries()]  # from the store's index
     if variant is not None:
         rows = [r for r in rows if r["variant"] == variant]
     if verdict is not None:

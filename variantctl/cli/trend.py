@@ -24,14 +24,13 @@ def trend(env: Environment, target: str, metric: str, as_json: bool) -> None:
     from variantctl.render.trend import trend_blocks
     from variantctl.report.load import load_run
     from variantctl.report.trend import trend as make_trend
-    from variantctl.runs.run import RunRecord
     from variantctl.runs.store import RunStore
 
     store = RunStore(env.runs_dir)
     ids = [d.run_id for d in store.of_key(target)]
     if not ids:
-        ids = [d.run_id for d, rec in store.records()
-               if isinstance(rec, RunRecord) and rec.variant_name == target]
+        ids = [d.run_id for d, row in store.summaries()
+               if "error" not in row and row.get("variant") == target]
     if not ids:
         raise NotFoundError(f"no run of variant or configuration key {target!r} in "
                             f"{store.root}",

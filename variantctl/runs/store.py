@@ -26,6 +26,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -33,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from variantctl.errors import NotFoundError
+from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.jsonfields import Fields, StoredFileError
 from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.runs.record import safe_name
@@ -82,21 +83,36 @@ class RunStore:
         self.root = root
         #: the one writer of the store's files (the Target contract's, on this machine)
         self.files = LocalTarget()
+        #: the last scan of the store's directory and its mtime (find() per run of a
+        #: trend scanned thousands of entries each time)
+        self._dirs: tuple[int, tuple[RunDir, ...]] | None = None
 
     # -- listing ---------------------------------------------------------------
 
     def dirs(self) -> list[RunDir]:
         """Every run directory, oldest first (by date, then sequence)."""
-        if not self.root.is_dir():
+        try:
+            changed = os.stat(self.root).st_mtime_ns
+            cached = self._dirs
+            # the store's directory is unchanged (no run added or removed) since the last
+            # scan; a change within the clock's tick of that scan is not trusted
+            if (cached is not None and cached[0] == changed
+                    and time.time_ns() - changed > 1_000_000_000):
+                return list(cached[1])
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
-        for p in self.root.iterdir():
-            m = _DIR.fullmatch(p.name)
-            if m is None or p.is_symlink() or not p.is_dir():
+        for e in entries:
+            m = _DIR.fullmatch(e.name)
+            # the entry's own type (no link followed, and no stat where d_type says it)
+            if m is None or not e.is_dir(follow_symlinks=False):
                 continue
-            out.append(RunDir(p, m.group("id"), m.group("key"), int(m.group("seq")),
-                              m.group("variant")))
-        return sorted(out, key=lambda d: (d.path.name[:10], d.key, d.seq))
+            out.append(RunDir(self.root / e.name, m.group("id"), m.group("key"),
+                              int(m.group("seq")), m.group("variant")))
+        ordered = sorted(out, key=lambda d: (d.path.name[:10], d.key, d.seq))
+        self._dirs = (changed, tuple(ordered))
+        return ordered
 
     def of_key(self, key: str) -> list[RunDir]:
         """The runs of one configuration, in sequence order."""
@@ -132,6 +148,61 @@ class RunStore:
             return (not isinstance(rec, RunRecord), created, d.seq)
 
         return sorted(out, key=order)
+
+    def summaries(self) -> list[tuple[RunDir, JsonObject]]:
+        """The listing's row of every run (``runs``), in :meth:`records`' order: from the
+        store's index (:mod:`variantctl.runs.index`) where the run.json is the one the
+        row was made from, else read and validated (a damaged one: its error, never
+        indexed); the index is rewritten when a row changed."""
+        from variantctl.runs import index
+
+        dirs = self.dirs()
+        try:
+            old = index.parse(read_bounded(self.root, index.INDEX_NAME, index.MAX_INDEX))
+        except (FileNotFoundError, StoredFileError):
+            old = {}
+        entries: dict[str, index.Entry] = {}
+        rows: list[tuple[RunDir, JsonObject]] = []
+        for d in dirs:
+            name = d.path.name
+            try:
+                st = os.stat(d.path / "run.json", follow_symlinks=False)
+                stamp = index.stamp_of(st) if stat.S_ISREG(st.st_mode) else None
+            except OSError:
+                stamp = None
+            kept = old.get(name)
+            if stamp is not None and kept is not None and kept.stamp == stamp:
+                entries[name] = kept
+                row = kept.row
+            else:
+                try:
+                    row = index.summary_row(self.read(d.path))
+                except RunFileError as exc:
+                    rows.append((d, {"run_id": d.run_id, "dir": str(d.path),
+                                     "variant": d.variant, "error": exc.to_json()}))
+                    continue
+                if stamp is not None:
+                    entries[name] = index.Entry(name, stamp, row)
+            rows.append((d, {"run_id": row.get("run_id"), "key": row.get("key"),
+                             "dir": str(d.path), **row}))
+        if entries.keys() != old.keys() or any(entries[n] is not old[n] for n in entries):
+            self._write_index(index.render(entries))
+
+        def order(item: tuple[RunDir, JsonObject]) -> tuple[bool, str, int]:
+            d, row = item
+            return ("error" in row, str(row.get("created_at") or ""), d.seq)
+
+        return sorted(rows, key=order)
+
+    def _write_index(self, data: bytes) -> None:
+        """Replace the index, unless another listing is writing it (it is a cache)."""
+        from variantctl.runs.index import INDEX_NAME, LOCK_NAME
+
+        try:
+            with self.files.lock(str(self.root / LOCK_NAME), timeout=0.0):
+                self.files.write_atomic(str(self.root / INDEX_NAME), data)
+        except VariantctlError:
+            pass  # busy, read-only or full: the listing is complete without it
 
     # -- reading and writing -------------------------------------------------
 
