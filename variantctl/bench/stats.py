@@ -19,6 +19,7 @@ Student's t distribution comes from the regularized incomplete beta function
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -180,6 +181,14 @@ class VectorStatistic(Protocol[T_contra]):
 
 def resample_picks(seed: int, resamples: int, sizes: Sequence[int]
                    ) -> list[NDArray[np.int64]]:
+    """:func:`_picks`, of which the last few are kept (read-only): the runs of a trend
+    or a report have the same number of requests, so the same indices."""
+    return list(_picks(seed, resamples, tuple(sizes)))
+
+
+@functools.lru_cache(maxsize=8)
+def _picks(seed: int, resamples: int, sizes: tuple[int, ...]
+           ) -> tuple[NDArray[np.int64], ...]:
     """The indices ``random.Random(seed)`` draws when each of ``resamples`` rounds calls
     ``rng.choices(range(n), k=n)`` for each ``n`` of ``sizes`` in turn: one
     (resamples × n) array per size. numpy's MT19937 is started from the Python
@@ -198,9 +207,49 @@ def resample_picks(seed: int, resamples: int, sizes: Sequence[int]
     u = (a.astype(np.float64) * 67108864.0 + b.astype(np.float64)) * (1.0 / 9007199254740992.0)
     out, at = [], 0
     for n in sizes:
-        out.append(np.floor(u[:, at:at + n] * float(n)).astype(np.int64))
+        picks = np.floor(u[:, at:at + n] * float(n)).astype(np.int64)
+        picks.flags.writeable = False
+        out.append(picks)
         at += n
-    return out
+    return tuple(out)
+
+
+#: the widest spread of binary exponents :func:`exact_sums` adds in two int64 limbs
+_MAX_SPREAD = 31
+
+
+def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``math.fsum`` of ``column[row]`` for each row of ``picks``: the correctly rounded
+    sum, made at once. Each finite value is an integer times 2**e0 (e0: the smallest
+    exponent); those integers, split into two int64 limbs, add exactly, and one float
+    addition of the two exact limb sums rounds the total correctly. Values too far apart
+    in magnitude for two limbs (or not finite) are added by ``math.fsum`` row by row."""
+    import numpy as np
+
+    n = picks.shape[1]
+    nonzero = column != 0.0
+    if not np.all(np.isfinite(column)) or not nonzero.any():
+        return np.array([math.fsum(row) for row in column[picks].tolist()])
+    mant, exp = np.frexp(column)
+    e0 = int(exp[nonzero].min()) - 53
+    shift = np.where(nonzero, exp - 53 - e0, 0).astype(np.int64)
+    if int(shift.max()) + max(n, 1).bit_length() > _MAX_SPREAD or e0 < -1000:
+        return np.array([math.fsum(row) for row in column[picks].tolist()])
+    whole = np.abs(mant * 9007199254740992.0).astype(np.uint64)  # |value| / 2**(e+... )
+    sign = np.where(column < 0, -1, 1).astype(np.int64)
+    low_mask = np.uint64(0xFFFFFFFF)
+    sh = shift.astype(np.uint64)
+    # whole·2**shift = hi·2**32 + lo, 0 <= lo < 2**32 (shift < 32 by the spread check)
+    lo = ((whole << sh) & low_mask).astype(np.int64) * sign
+    hi = (whole >> (np.uint64(32) - sh)).astype(np.int64) * sign
+    s_lo = lo[picks].sum(axis=1)
+    s_hi = hi[picks].sum(axis=1)
+    carry = s_lo >> 32
+    s_lo -= carry << 32
+    s_hi += carry
+    total = s_hi.astype(np.float64) * 4294967296.0 + s_lo.astype(np.float64)
+    scaled: NDArray[np.float64] = np.ldexp(total, e0)
+    return scaled
 
 
 def _vectorised(statistics: Iterable[object]) -> bool:

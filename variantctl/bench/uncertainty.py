@@ -92,7 +92,7 @@ class _FieldStat:
         count = have.sum(axis=1)
         if self.which == "mean":
             # math.fsum per resample, as the statistic sums: exactly rounded, order-free
-            sums = np.array([math.fsum(row) for row in np.where(have, values, 0.0).tolist()])
+            sums = stats.exact_sums(np.where(np.isnan(column), 0.0, column), picks)
             out = sums / np.maximum(count, 1)
         else:  # metrics.percentile on each sorted row (NaN sorts last)
             ordered = np.sort(values, axis=1)
@@ -216,9 +216,9 @@ class _Throughput:
     def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
         import numpy as np
 
-        e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)[picks]
+        e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)
         tokens = np.array([s.tokens for s in sample], dtype=np.int64)[picks].sum(axis=1)
-        sums = np.array([math.fsum(row) for row in e2el.tolist()])
+        sums = stats.exact_sums(e2el, picks)
         ok = sums > 0
         out = self.in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
         return np.where(ok, out, math.nan)

@@ -3,6 +3,7 @@ it replaced, for the same seed (issue 27 item 8): same draws, same values, bit f
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -100,3 +101,17 @@ def test_the_picks_are_the_python_generators() -> None:
     expected = [[rng.choices(range(n), k=n) for n in (3, 17)] for _ in range(5)]
     a, b = stats.resample_picks(99, 5, [3, 17])
     assert [[list(a[r]), list(b[r])] for r in range(5)] == expected
+
+
+@pytest.mark.parametrize("spread", [1.0, 1e3, 1e8, 1e30])
+def test_exact_sums_are_fsums(spread: float) -> None:
+    """Sums of resamples of values of both signs, close and far apart in magnitude
+    (the widest through the row-by-row fallback), equal math.fsum's bit for bit."""
+    rng = random.Random(int(spread) % 1000 + 7)
+    column = [rng.choice((-1, 1)) * rng.uniform(1.0, spread) * 1e-3 for _ in range(60)]
+    column[5] = 0.0
+    (picks,) = stats.resample_picks(3, 200, [60])
+    import numpy as np
+
+    got = stats.exact_sums(np.array(column), picks)
+    assert [float(v) for v in got] == [math.fsum(column[i] for i in row) for row in picks]
