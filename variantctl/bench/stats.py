@@ -260,7 +260,8 @@ def _kept(values: NDArray[np.float64]) -> list[float]:
     """The draws that are not None (NaN), in resample order."""
     import numpy as np
 
-    return [float(v) for v in values[~np.isnan(values)]]
+    kept: list[float] = values[~np.isnan(values)].tolist()
+    return kept
 
 
 def bootstrap_intervals(sample: Sequence[T],
@@ -358,11 +359,14 @@ def bootstrap_difference(a: Sequence[T], b: Sequence[T],
         raise ValueError("a bootstrap needs a statistic on each side")
     draws: list[float] = []
     if _vectorised((stat_a, stat_b)):
+        import numpy as np
+
         pa, pb = resample_picks(seed, resamples, [len(a), len(b)])
         xs = stat_a.many(a, pa)  # type: ignore[attr-defined]
         ys = stat_b.many(b, pb)  # type: ignore[attr-defined]
-        draws = [_relative(float(x), float(y)) for x, y in zip(xs, ys, strict=True)
-                 if x == x and y == y]  # neither None (NaN)
+        both = ~(np.isnan(xs) | np.isnan(ys))  # neither None (NaN)
+        draws = [_relative(x, y) for x, y in zip(xs[both].tolist(), ys[both].tolist(),
+                                                 strict=True)]
     else:
         rng = random.Random(seed)
         for _ in range(resamples):
