@@ -11,8 +11,12 @@ and directory, rename), the same one the ledger, the state cache and the SFTP
 writer use.
 
 The store is the one reader and writer of what it holds: launches (run.json),
-measurements (``bench-<stamp>.json``), profiles (``profile-<stamp>.json``) and
-sweep states (``sweeps/NAME.json``). Stored files are untrusted: each is read
+measurements (``bench-<stamp>.json``), profiles (``profile-<stamp>.json``),
+sweep states (``sweeps/NAME.json``) and their locks (``sweeps/NAME.lock``). A
+command builds one store and passes it down; the writers of one run go through its
+handle (:meth:`RunStore.open_run`, ``runs/handle.py``: a lock per run directory,
+atomic run.json). Listing reads the index it keeps (``index.jsonl``,
+``runs/index.py``), a cache rebuilt from the run files. Stored files are untrusted: each is read
 only as a regular file (not a link out of its directory, a FIFO or a device),
 under a size cap, and validated into a frozen value; anything else is a
 :class:`~variantctl.jsonfields.StoredFileError` naming the file and the field
