@@ -13,7 +13,9 @@ process, and prints wall seconds and peak RSS:
 - ``report`` of 200 runs (target: ≤ 10 s).
 
 Usage: .venv/bin/python benchmarks/bench_store_scale.py [--quick] [--keep DIR]
-(``--quick``: the smaller sizes only). Prints one line per figure; exit 0.
+(``--quick``: the smaller sizes only). Prints one line per figure; exit 0. To time
+another checkout's code, run it from a directory outside any checkout with
+``PYTHONPATH=<that checkout>`` (``python -m`` puts the current directory first).
 """
 
 from __future__ import annotations
