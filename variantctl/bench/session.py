@@ -167,6 +167,9 @@ class RunOutcome:
     interrupted: bool = False
     #: ``bench --profile``: one breakdown per level (variantctl.bench.profile)
     profile: tuple[JsonObject, ...] | None = None
+    #: why the measured result could not be stored (a full disk): the result is still
+    #: printed (and in --json), this error after it, and the command exits 1
+    store_error: VariantctlError | None = None
 
     @property
     def failed_levels(self) -> list[LevelResult]:
@@ -176,7 +179,7 @@ class RunOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return ExitCode.INTERRUPTED
-        if self.death is not None or self.failed_levels:
+        if self.death is not None or self.failed_levels or self.store_error is not None:
             return ExitCode.FAILED
         return ExitCode.OK
 

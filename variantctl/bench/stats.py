@@ -19,13 +19,19 @@ Student's t distribution comes from the regularized incomplete beta function
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 CONFIDENCE = 0.95
 #: bootstrap resamples (a level's figures share one resampling of its requests)
@@ -162,6 +168,102 @@ def _percentile_interval(estimate: float, draws: list[float],
     return Interval(estimate, _quantile(draws, alpha), _quantile(draws, 1.0 - alpha))
 
 
+class VectorStatistic(Protocol[T_contra]):
+    """A statistic that is also computed over many resamples at once: ``many(sample,
+    picks)`` gives, for each row of ``picks`` (indices into ``sample``), exactly the
+    value the statistic gives on ``[sample[i] for i in row]`` (NaN where it is None)."""
+
+    def __call__(self, sample: Sequence[T_contra], /) -> float | None: ...
+
+    def many(self, sample: Sequence[T_contra], picks: NDArray[np.int64], /
+             ) -> NDArray[np.float64]: ...
+
+
+def resample_picks(seed: int, resamples: int, sizes: Sequence[int]
+                   ) -> list[NDArray[np.int64]]:
+    """:func:`_picks`, of which the last few are kept (read-only): the runs of a trend
+    or a report have the same number of requests, so the same indices."""
+    return list(_picks(seed, resamples, tuple(sizes)))
+
+
+@functools.lru_cache(maxsize=8)
+def _picks(seed: int, resamples: int, sizes: tuple[int, ...]
+           ) -> tuple[NDArray[np.int64], ...]:
+    """The indices ``random.Random(seed)`` draws when each of ``resamples`` rounds calls
+    ``rng.choices(range(n), k=n)`` for each ``n`` of ``sizes`` in turn: one
+    (resamples × n) array per size. numpy's MT19937 is started from the Python
+    generator's state and its 32-bit outputs are turned into doubles with the same
+    formula (``random()``: 53 bits from two outputs) and the same ``floor(u × n)``, so
+    the indices are the very ones of the pure-Python loop, only made at once."""
+    import numpy as np
+
+    state = random.Random(seed).getstate()[1]
+    bits = np.random.MT19937()
+    bits.state = {"bit_generator": "MT19937",
+                  "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]}}
+    total = sum(sizes)
+    raw = bits.random_raw(2 * total * resamples).reshape(resamples, total, 2)
+    a, b = raw[..., 0] >> np.uint64(5), raw[..., 1] >> np.uint64(6)
+    u = (a.astype(np.float64) * 67108864.0 + b.astype(np.float64)) * (1.0 / 9007199254740992.0)
+    out, at = [], 0
+    for n in sizes:
+        picks = np.floor(u[:, at:at + n] * float(n)).astype(np.int64)
+        picks.flags.writeable = False
+        out.append(picks)
+        at += n
+    return tuple(out)
+
+
+#: the widest spread of binary exponents :func:`exact_sums` adds in two int64 limbs
+_MAX_SPREAD = 31
+
+
+def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``math.fsum`` of ``column[row]`` for each row of ``picks``: the correctly rounded
+    sum, made at once. Each finite value is an integer times 2**e0 (e0: the smallest
+    exponent); those integers, split into two int64 limbs, add exactly, and one float
+    addition of the two exact limb sums rounds the total correctly. Values too far apart
+    in magnitude for two limbs (or not finite) are added by ``math.fsum`` row by row."""
+    import numpy as np
+
+    n = picks.shape[1]
+    nonzero = column != 0.0
+    if not np.all(np.isfinite(column)) or not nonzero.any():
+        return np.array([math.fsum(row) for row in column[picks].tolist()])
+    mant, exp = np.frexp(column)
+    e0 = int(exp[nonzero].min()) - 53
+    shift = np.where(nonzero, exp - 53 - e0, 0).astype(np.int64)
+    if int(shift.max()) + max(n, 1).bit_length() > _MAX_SPREAD or e0 < -1000:
+        return np.array([math.fsum(row) for row in column[picks].tolist()])
+    whole = np.abs(mant * 9007199254740992.0).astype(np.uint64)  # |value| / 2**(e+... )
+    sign = np.where(column < 0, -1, 1).astype(np.int64)
+    low_mask = np.uint64(0xFFFFFFFF)
+    sh = shift.astype(np.uint64)
+    # whole·2**shift = hi·2**32 + lo, 0 <= lo < 2**32 (shift < 32 by the spread check)
+    lo = ((whole << sh) & low_mask).astype(np.int64) * sign
+    hi = (whole >> (np.uint64(32) - sh)).astype(np.int64) * sign
+    s_lo = lo[picks].sum(axis=1)
+    s_hi = hi[picks].sum(axis=1)
+    carry = s_lo >> 32
+    s_lo -= carry << 32
+    s_hi += carry
+    total = s_hi.astype(np.float64) * 4294967296.0 + s_lo.astype(np.float64)
+    scaled: NDArray[np.float64] = np.ldexp(total, e0)
+    return scaled
+
+
+def _vectorised(statistics: Iterable[object]) -> bool:
+    return all(callable(getattr(f, "many", None)) for f in statistics)
+
+
+def _kept(values: NDArray[np.float64]) -> list[float]:
+    """The draws that are not None (NaN), in resample order."""
+    import numpy as np
+
+    kept: list[float] = values[~np.isnan(values)].tolist()
+    return kept
+
+
 def bootstrap_intervals(sample: Sequence[T],
                         statistics: Mapping[str, Callable[[Sequence[T]], float | None]], *,
                         seed: int = SEED, resamples: int = RESAMPLES,
@@ -169,20 +271,29 @@ def bootstrap_intervals(sample: Sequence[T],
     """The percentile bootstrap of each statistic over ``sample`` (one resample serves
     them all). Assumes the items are independent draws from one distribution (true of
     requests within one server run only up to the server's own state: see
-    docs/report.md). A statistic that is None on the sample is left out."""
+    docs/report.md). A statistic that is None on the sample is left out.
+
+    Vector statistics (:class:`VectorStatistic`) are computed over all resamples at
+    once (numpy; the same draws and values as the loop); others one resample at a time.
+    """
     if not sample:
         return {}
     estimates = {k: f(sample) for k, f in statistics.items()}
     live = {k: f for k, f in statistics.items() if estimates[k] is not None}
-    draws: dict[str, list[float]] = {k: [] for k in live}
-    rng = random.Random(seed)
     n = len(sample)
-    for _ in range(resamples):
-        pick = [sample[i] for i in rng.choices(range(n), k=n)]
+    draws: dict[str, list[float]] = {k: [] for k in live}
+    if live and _vectorised(live.values()):
+        (picks,) = resample_picks(seed, resamples, [n])
         for k, f in live.items():
-            v = f(pick)
-            if v is not None:
-                draws[k].append(v)
+            draws[k] = _kept(f.many(sample, picks))  # type: ignore[attr-defined]
+    else:
+        rng = random.Random(seed)
+        for _ in range(resamples):
+            pick = [sample[i] for i in rng.choices(range(n), k=n)]
+            for k, f in live.items():
+                v = f(pick)
+                if v is not None:
+                    draws[k].append(v)
     out = {}
     for k in live:
         est = estimates[k]
@@ -246,13 +357,23 @@ def bootstrap_difference(a: Sequence[T], b: Sequence[T],
     ea, eb = stat_a(a), stat_b(b)
     if not a or not b or ea is None or eb is None:
         raise ValueError("a bootstrap needs a statistic on each side")
-    rng = random.Random(seed)
-    draws = []
-    for _ in range(resamples):
-        x = stat_a([a[i] for i in rng.choices(range(len(a)), k=len(a))])
-        y = stat_b([b[i] for i in rng.choices(range(len(b)), k=len(b))])
-        if x is not None and y is not None:
-            draws.append(_relative(x, y))
+    draws: list[float] = []
+    if _vectorised((stat_a, stat_b)):
+        import numpy as np
+
+        pa, pb = resample_picks(seed, resamples, [len(a), len(b)])
+        xs = stat_a.many(a, pa)  # type: ignore[attr-defined]
+        ys = stat_b.many(b, pb)  # type: ignore[attr-defined]
+        both = ~(np.isnan(xs) | np.isnan(ys))  # neither None (NaN)
+        draws = [_relative(x, y) for x, y in zip(xs[both].tolist(), ys[both].tolist(),
+                                                 strict=True)]
+    else:
+        rng = random.Random(seed)
+        for _ in range(resamples):
+            x = stat_a([a[i] for i in rng.choices(range(len(a)), k=len(a))])
+            y = stat_b([b[i] for i in rng.choices(range(len(b)), k=len(b))])
+            if x is not None and y is not None:
+                draws.append(_relative(x, y))
     iv = _percentile_interval(_relative(ea, eb), draws, confidence)
     return Difference(iv.estimate, iv.lo, iv.hi, None, "bootstrap")
 

@@ -128,7 +128,8 @@ def measure_and_record(server: Server, label: str, params: BenchParams, started_
                        clock: Callable[[], float] = time.monotonic,
                        trim_ladder: bool = False) -> RunOutcome:
     """Reach ``server`` through its host, run the ladder (``hooks`` between the levels)
-    and record the benchmark ``into`` the run (the outcome's ``stored``). With
+    and record the benchmark ``into`` the run (the outcome's ``stored``; when the store
+    refuses the write, its ``store_error``, and the measured result is still returned). With
     ``trim_ladder`` the stored ladder lists only the levels measured (a stop rule ended
     it early); a search's levels are its probes, never trimmed."""
     from variantctl.bench.session import measure, reach
@@ -149,6 +150,11 @@ def measure_and_record(server: Server, label: str, params: BenchParams, started_
             result, params=dataclasses.replace(result.params,
                                                concurrency=done or params.concurrency)))
     if into is not None:
-        outcome = dataclasses.replace(
-            outcome, stored=record_benchmark(into, outcome.result, outcome.death))
+        from variantctl.errors import VariantctlError
+
+        try:
+            stored = record_benchmark(into, outcome.result, outcome.death)
+        except VariantctlError as exc:  # a full disk: the measured figures are kept
+            return dataclasses.replace(outcome, store_error=exc)
+        outcome = dataclasses.replace(outcome, stored=stored)
     return outcome

@@ -25,11 +25,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from variantctl.bench import stats
 from variantctl.bench.metrics import percentile
 from variantctl.bench.model import LevelResult, RequestResult, Stats
 from variantctl.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: fewer repeats than this: the interval is a bootstrap over requests (marked)
 MIN_REPEATS = 3
@@ -61,16 +66,47 @@ def _samples(requests: Sequence[RequestResult]) -> list[_Sample]:
     return out
 
 
-def _stat_of(field: str, which: str) -> Callable[[Sequence[_Sample]], float | None]:
-    def value(sample: Sequence[_Sample]) -> float | None:
-        xs = sorted(v for v in (getattr(s, field) for s in sample) if v is not None)
+class _FieldStat:
+    """The mean or a percentile of one field over the requests that have it (None when
+    none has), on one sample or, with :meth:`many`, on every bootstrap resample at once
+    (the same values: :class:`variantctl.bench.stats.VectorStatistic`)."""
+
+    def __init__(self, field: str, which: str):
+        self.field, self.which = field, which
+
+    def __call__(self, sample: Sequence[_Sample]) -> float | None:
+        xs = sorted(v for v in (getattr(s, self.field) for s in sample) if v is not None)
         if not xs:
             return None
-        if which == "mean":
+        if self.which == "mean":
             return math.fsum(xs) / len(xs)
-        return percentile(xs, float(which[1:]))
+        return percentile(xs, float(self.which[1:]))
 
-    return value
+    def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
+        import numpy as np
+
+        column = np.array([math.nan if v is None else v
+                           for v in (getattr(s, self.field) for s in sample)], dtype=np.float64)
+        values = column[picks]
+        have = ~np.isnan(values)
+        count = have.sum(axis=1)
+        if self.which == "mean":
+            # math.fsum per resample, as the statistic sums: exactly rounded, order-free
+            sums = stats.exact_sums(np.where(np.isnan(column), 0.0, column), picks)
+            out = sums / np.maximum(count, 1)
+        else:  # metrics.percentile on each sorted row (NaN sorts last)
+            ordered = np.sort(values, axis=1)
+            rank = (count - 1).astype(np.float64) * float(self.which[1:]) / 100.0
+            lo = np.floor(rank).astype(np.int64)
+            hi = np.minimum(lo + 1, count - 1)
+            at_lo = np.take_along_axis(ordered, lo[:, None], axis=1)[:, 0]
+            at_hi = np.take_along_axis(ordered, hi[:, None], axis=1)[:, 0]
+            out = at_lo + (at_hi - at_lo) * (rank - lo)
+        return np.where(count > 0, out, math.nan)
+
+
+def _stat_of(field: str, which: str) -> Callable[[Sequence[_Sample]], float | None]:
+    return _FieldStat(field, which)
 
 
 def _level_stat(get: Callable[[LevelResult], Stats], which: str
@@ -166,17 +202,34 @@ def _usable(levels: Sequence[LevelResult]) -> list[LevelResult]:
     return [lv for lv in levels if lv.metrics.completed > 0]
 
 
+class _Throughput:
+    """Output throughput of a resample of a point's requests: c̄ × Σ tokens / Σ E2EL with
+    the point's c̄ held fixed (None when Σ E2EL is 0); :meth:`many` on every resample."""
+
+    def __init__(self, in_flight: float):
+        self.in_flight = in_flight
+
+    def __call__(self, sample: Sequence[_Sample]) -> float | None:
+        e2el = math.fsum(s.e2el_s for s in sample)
+        return self.in_flight * sum(s.tokens for s in sample) / e2el if e2el > 0 else None
+
+    def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
+        import numpy as np
+
+        e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)
+        tokens = np.array([s.tokens for s in sample], dtype=np.int64)[picks].sum(axis=1)
+        sums = stats.exact_sums(e2el, picks)
+        ok = sums > 0
+        out = self.in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
+        return np.where(ok, out, math.nan)
+
+
 def _throughput_stat(levels: Sequence[LevelResult]) -> Callable[[Sequence[_Sample]],
                                                                  float | None]:
     samples = [s for lv in levels for s in _samples(lv.requests)]
     duration = math.fsum(lv.metrics.duration_s for lv in levels)
     in_flight = math.fsum(s.e2el_s for s in samples) / duration if duration > 0 else 0.0
-
-    def value(sample: Sequence[_Sample]) -> float | None:
-        e2el = math.fsum(s.e2el_s for s in sample)
-        return in_flight * sum(s.tokens for s in sample) / e2el if e2el > 0 else None
-
-    return value
+    return _Throughput(in_flight)
 
 
 def _request_stat(metric: str, levels: Sequence[LevelResult]

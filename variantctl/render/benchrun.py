@@ -21,6 +21,8 @@ def outcome_json(o: RunOutcome) -> JsonObject:
     doc = o.result.to_json()
     doc["intervals"] = levels_json(o.result.levels, o.result.params.until_ci)
     doc["stored"] = None if o.stored is None else str(o.stored)
+    if o.store_error is not None:
+        doc["store_error"] = o.store_error.to_json()
     doc["server_death"] = None if o.death is None else o.death.to_json()
     if o.profile is not None:
         doc["profile"] = o.profile
@@ -37,7 +39,7 @@ def profile_blocks(outcomes: Sequence[RunOutcome]) -> list[Block]:
 
 def trouble_blocks(outcomes: Sequence[RunOutcome]) -> list[Block]:
     """Per target: the server's death, the levels whose every request failed, an
-    interruption (stderr but the death's own blocks)."""
+    interruption, a result the store refused (stderr but the death's own blocks)."""
     from variantctl.render.bench import death_blocks
 
     out: list[Block] = []
@@ -49,6 +51,9 @@ def trouble_blocks(outcomes: Sequence[RunOutcome]) -> list[Block]:
                              f"{lv.concurrency} failed ({', '.join(lv.errors) or 'no reason'})"))
         if o.interrupted:
             out.append(_line(f"{o.label}: interrupted; partial results kept"))
+        if o.store_error is not None:  # after the figures, which are the user's to keep
+            out.append(Block(f"error: {o.label}: result not stored: {o.store_error.message}",
+                             err=True, markup=False, highlight=False, soft_wrap=True))
     return out
 
 

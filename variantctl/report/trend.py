@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from variantctl.bench.model import BenchResult
-from variantctl.bench.uncertainty import HEADLINES, FigureCI, MetricTest, compare_points
+from variantctl.bench.uncertainty import (
+    HEADLINES,
+    FigureCI,
+    MetricTest,
+    compare_points,
+    point_intervals,
+)
 from variantctl.jsontypes import JsonObject
 from variantctl.report.compare import NOT_PERFORMANCE, SettingChange, pick, setting_changes
 from variantctl.report.model import RunInput
@@ -99,7 +105,8 @@ def trend(runs: Sequence[RunInput], metric: str = "output_throughput") -> Trend:
                 if test is not None and test.significant:
                     changed = tuple(ch for ch in setting_changes(prev[0], r)
                                     if ch.key not in NOT_PERFORMANCE)
-            fig = point.intervals.get(metric)
+            # the one figure followed (every headline's interval is 11 bootstraps)
+            fig = point_intervals(point.levels, [metric]).get(metric)
             if fig is not None:
                 out.append(TrendPoint(c, r, fig, test, changed))
                 prev = (r, point)

@@ -11,8 +11,12 @@ and directory, rename), the same one the ledger, the state cache and the SFTP
 writer use.
 
 The store is the one reader and writer of what it holds: launches (run.json),
-measurements (``bench-<stamp>.json``), profiles (``profile-<stamp>.json``) and
-sweep states (``sweeps/NAME.json``). Stored files are untrusted: each is read
+measurements (``bench-<stamp>.json``), profiles (``profile-<stamp>.json``),
+sweep states (``sweeps/NAME.json``) and their locks (``sweeps/NAME.lock``). A
+command builds one store and passes it down; the writers of one run go through its
+handle (:meth:`RunStore.open_run`, ``runs/handle.py``: a lock per run directory,
+atomic run.json). Listing reads the index it keeps (``index.jsonl``,
+``runs/index.py``), a cache rebuilt from the run files. Stored files are untrusted: each is read
 only as a regular file (not a link out of its directory, a FIFO or a device),
 under a size cap, and validated into a frozen value; anything else is a
 :class:`~variantctl.jsonfields.StoredFileError` naming the file and the field
@@ -26,19 +30,23 @@ import json
 import os
 import re
 import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from variantctl.errors import NotFoundError
+from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.jsonfields import Fields, StoredFileError
 from variantctl.jsontypes import JsonMapping, JsonObject
-from variantctl.runs.record import safe_name, stamp_of
+from variantctl.runs.record import safe_name
 from variantctl.runs.run import RUN_ID, RunFileError, RunRecord
 from variantctl.targets.local import LocalTarget
 
 if TYPE_CHECKING:
+    from variantctl.runs.handle import RunHandle
     from variantctl.runs.profilefile import StoredProfile
     from variantctl.runs.sweepstate import SweepDoc
 
@@ -78,22 +86,38 @@ class RunDir:
 class RunStore:
     def __init__(self, root: Path):
         self.root = root
-        self._files = LocalTarget()
+        #: the one writer of the store's files (the Target contract's, on this machine)
+        self.files = LocalTarget()
+        #: the last scan of the store's directory and its mtime (find() per run of a
+        #: trend scanned thousands of entries each time)
+        self._dirs: tuple[int, tuple[RunDir, ...]] | None = None
 
     # -- listing ---------------------------------------------------------------
 
     def dirs(self) -> list[RunDir]:
         """Every run directory, oldest first (by date, then sequence)."""
-        if not self.root.is_dir():
+        try:
+            changed = os.stat(self.root).st_mtime_ns
+            cached = self._dirs
+            # the store's directory is unchanged (no run added or removed) since the last
+            # scan; a change within the clock's tick of that scan is not trusted
+            if (cached is not None and cached[0] == changed
+                    and time.time_ns() - changed > 1_000_000_000):
+                return list(cached[1])
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
-        for p in self.root.iterdir():
-            m = _DIR.fullmatch(p.name)
-            if m is None or p.is_symlink() or not p.is_dir():
+        for e in entries:
+            m = _DIR.fullmatch(e.name)
+            # the entry's own type (no link followed, and no stat where d_type says it)
+            if m is None or not e.is_dir(follow_symlinks=False):
                 continue
-            out.append(RunDir(p, m.group("id"), m.group("key"), int(m.group("seq")),
-                              m.group("variant")))
-        return sorted(out, key=lambda d: (d.path.name[:10], d.key, d.seq))
+            out.append(RunDir(self.root / e.name, m.group("id"), m.group("key"),
+                              int(m.group("seq")), m.group("variant")))
+        ordered = sorted(out, key=lambda d: (d.path.name[:10], d.key, d.seq))
+        self._dirs = (changed, tuple(ordered))
+        return ordered
 
     def of_key(self, key: str) -> list[RunDir]:
         """The runs of one configuration, in sequence order."""
@@ -130,6 +154,61 @@ class RunStore:
 
         return sorted(out, key=order)
 
+    def summaries(self) -> list[tuple[RunDir, JsonObject]]:
+        """The listing's row of every run (``runs``), in :meth:`records`' order: from the
+        store's index (:mod:`variantctl.runs.index`) where the run.json is the one the
+        row was made from, else read and validated (a damaged one: its error, never
+        indexed); the index is rewritten when a row changed."""
+        from variantctl.runs import index
+
+        dirs = self.dirs()
+        try:
+            old = index.parse(read_bounded(self.root, index.INDEX_NAME, index.MAX_INDEX))
+        except (FileNotFoundError, StoredFileError):
+            old = {}
+        entries: dict[str, index.Entry] = {}
+        rows: list[tuple[RunDir, JsonObject]] = []
+        for d in dirs:
+            name = d.path.name
+            try:
+                st = os.stat(d.path / "run.json", follow_symlinks=False)
+                stamp = index.stamp_of(st) if stat.S_ISREG(st.st_mode) else None
+            except OSError:
+                stamp = None
+            kept = old.get(name)
+            if stamp is not None and kept is not None and kept.stamp == stamp:
+                entries[name] = kept
+                row = kept.row
+            else:
+                try:
+                    row = index.summary_row(self.read(d.path))
+                except RunFileError as exc:
+                    rows.append((d, {"run_id": d.run_id, "dir": str(d.path),
+                                     "variant": d.variant, "error": exc.to_json()}))
+                    continue
+                if stamp is not None:
+                    entries[name] = index.Entry(name, stamp, row)
+            rows.append((d, {"run_id": row.get("run_id"), "key": row.get("key"),
+                             "dir": str(d.path), **row}))
+        if entries.keys() != old.keys() or any(entries[n] is not old[n] for n in entries):
+            self._write_index(index.render(entries))
+
+        def order(item: tuple[RunDir, JsonObject]) -> tuple[bool, str, int]:
+            d, row = item
+            return ("error" in row, str(row.get("created_at") or ""), d.seq)
+
+        return sorted(rows, key=order)
+
+    def _write_index(self, data: bytes) -> None:
+        """Replace the index, unless another listing is writing it (it is a cache)."""
+        from variantctl.runs.index import INDEX_NAME, LOCK_NAME
+
+        try:
+            with self.files.lock(str(self.root / LOCK_NAME), timeout=0.0):
+                self.files.write_atomic(str(self.root / INDEX_NAME), data)
+        except VariantctlError:
+            pass  # busy, read-only or full: the listing is complete without it
+
     # -- reading and writing -------------------------------------------------
 
     def create(self, *, key: str, variant: str, when: datetime) -> RunDir:
@@ -156,15 +235,27 @@ class RunStore:
             record = replace(record, profiles=_legacy_profiles(run_dir))
         return record
 
-    def write(self, run_dir: Path, record: RunRecord) -> Path:
-        """run.json, always in the current schema."""
-        from variantctl.runs.run import RUN_SCHEMA
+    def open_run(self, run: str | Path | RunDir) -> RunHandle:
+        """The run to write (its id, a unique prefix of it, or its directory in this
+        store): a command opens it once and writes its verdict, benchmarks and profiles
+        through the handle (one writer of run.json, under the run's lock)."""
+        from variantctl.runs.handle import RunHandle
 
-        path = run_dir / "run.json"
-        doc = replace(record, schema=RUN_SCHEMA).to_json()
-        text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
-        self._files.write_atomic(str(path), (text + "\n").encode())
-        return path
+        if isinstance(run, RunDir):
+            return RunHandle(self, run)
+        if isinstance(run, str):
+            return RunHandle(self, self.find(run))
+        m = _DIR.fullmatch(run.name)
+        if (m is None or run.is_symlink() or not run.is_dir()
+                or run.resolve().parent != self.root.resolve()):
+            raise NotFoundError(f"{run}: not a run directory of {self.root}")
+        return RunHandle(self, RunDir(run, m.group("id"), m.group("key"), int(m.group("seq")),
+                                      m.group("variant")))
+
+    def write(self, run_dir: Path, record: RunRecord) -> Path:
+        """run.json, always in the current schema, through the run's handle (its lock;
+        benchmarks and profiles already listed are kept)."""
+        return self.open_run(run_dir).record_verdict(record)
 
     def bench_document(self, run_dir: Path, name: str) -> Fields:
         """One benchmark file the run lists (``bench-<stamp>.json``), read bounded, for
@@ -184,49 +275,39 @@ class RunStore:
         if "/" in name or name in ("", ".", ".."):
             raise ValueError(f"not a file name: {name!r}")
         path = run_dir / name
-        self._files.write_atomic(str(path), data)
+        self.files.write_atomic(str(path), data)
         return path
 
     def attach_benchmark(self, run_dir: Path, result: BenchDocument, when: datetime, *,
                          death: JsonMapping | None = None) -> Path:
         """Store a benchmark measured on this run's server (``bench-<stamp>[-n].json``,
         with the server's death when it died during it) and list it in run.json, so a
-        launch and its benchmarks are one record."""
+        launch and its benchmarks are one record (:meth:`RunHandle.attach_benchmark`)."""
         data = result.to_json()
         if death is not None:
             data["server_death"] = dict(death)
-        text = json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n"
-        return self._attach(run_dir, "bench", when, text.encode())
+        return self.open_run(run_dir).attach_benchmark(data, when)
 
     def attach_profile(self, run_dir: Path, doc: JsonMapping, when: datetime) -> Path:
-        """Store a profile's raw events and breakdowns (``profile-<stamp>[-n].json``, the
-        bench files' stamp and same-second rule) and list it in run.json."""
-        data = (json.dumps(dict(doc), separators=(",", ":"), default=str) + "\n").encode()
-        return self._attach(run_dir, "profile", when, data)
-
-    def _attach(self, run_dir: Path, kind: str, when: datetime, data: bytes) -> Path:
-        stamp = stamp_of(when)
-        name, n = f"{kind}-{stamp}.json", 1
-        while (run_dir / name).exists() or (run_dir / name).is_symlink():  # same second
-            n += 1
-            name = f"{kind}-{stamp}-{n}.json"
-        path = self.write_file(run_dir, name, data)
-        try:
-            record = self.read(run_dir)
-        except RunFileError:
-            return path  # the result is kept beside it; the damaged record is reported by `runs`
-        if kind == "bench":
-            record = replace(record, benchmarks=(*record.benchmarks, name))
-        else:
-            record = replace(record, profiles=(*record.profiles, name))
-        self.write(run_dir, record)
-        return path
+        """Store a profile in the run and list it in run.json
+        (:meth:`RunHandle.attach_profile`)."""
+        return self.open_run(run_dir).attach_profile(doc, when)
 
     # -- sweep states --------------------------------------------------------
 
     def sweep_state_path(self, sweep: str) -> Path:
         """``runs/sweeps/NAME.json``."""
         return self.root / "sweeps" / f"{sweep}.json"
+
+    @contextmanager
+    def sweep_lock(self, sweep: str, *, started_at: str) -> Iterator[None]:
+        """Hold ``runs/sweeps/NAME.lock`` for the block: one run of a sweep at a time
+        (a second is refused, exit 3, naming the holder's pid and host)."""
+        from variantctl.runs.sweeplock import hold_sweep_lock
+
+        with hold_sweep_lock(self.files, self.root / "sweeps" / f"{sweep}.lock", sweep,
+                             started_at=started_at):
+            yield
 
     def read_sweep_state(self, path: Path) -> SweepDoc | None:
         """A sweep's state, validated (None when there is none). A state file in this
@@ -246,7 +327,7 @@ class RunStore:
         the one atomic writer: a killed variantctl leaves the last state written whole."""
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
-        self._files.write_atomic(str(path), text.encode())
+        self.files.write_atomic(str(path), text.encode())
         return path
 
 

@@ -456,6 +456,10 @@ class TargetPointRunner:
                 trim_ladder=True)
         finally:
             resets[0] += hooks.resets
+        if outcome.store_error is not None:
+            # a point is its stored benchmark (report, --resume read it back): one that
+            # could not be stored fails the point as before, rather than count as measured
+            raise outcome.store_error
         result = outcome.result
         measured = sum(lv.metrics.duration_s + (lv.warmup.duration_s if lv.warmup else 0.0)
                        for lv in result.levels)

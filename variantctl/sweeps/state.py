@@ -26,11 +26,11 @@ SCHEMA = SWEEP_SCHEMA
 DONE = frozenset({"measured", "failed", "skipped"})
 
 
-def read_state(path: Path) -> SweepDoc | None:
-    """The state, None when there is none; an error naming the file and field (exit 2)
-    when it is damaged."""
+def read_state(store: RunStore, path: Path) -> SweepDoc | None:
+    """The state, read through the command's run store: None when there is none; an
+    error naming the file and field (exit 2) when it is damaged."""
     try:
-        return RunStore(path.parent.parent).read_sweep_state(path)
+        return store.read_sweep_state(path)
     except StoredFileError as exc:
         exc.hint = "delete it to start the sweep afresh"
         raise
@@ -60,10 +60,10 @@ class SweepState:
 
     @classmethod
     def begin(cls, path: Path, plan: Plan, now: Callable[[], datetime],
-              previous: SweepDoc | None, *, store: RunStore | None = None) -> SweepState:
-        """A state for ``plan`` at ``path``, written through ``store`` (default: the run
-        store ``path`` is in); with ``previous`` (--resume) the points it finished keep
-        their entries (matched by point key, so an edited grid reruns what changed)."""
+              previous: SweepDoc | None, *, store: RunStore) -> SweepState:
+        """A state for ``plan`` at ``path``, written through the command's ``store``; with
+        ``previous`` (--resume) the points it finished keep their entries (matched by
+        point key, so an edited grid reruns what changed)."""
         spec = plan.spec
         done = kept_on_resume(previous)
         points = []
@@ -82,7 +82,7 @@ class SweepState:
             bench=tuple(MappingProxyType(b) for b in spec.bench_json()),
             profile=spec.profile, rank=spec.rank,
             stop=MappingProxyType(spec.stop.to_json()), points=tuple(points))
-        state = cls(store or RunStore(path.parent.parent), path, doc, now)
+        state = cls(store, path, doc, now)
         state.save()
         return state
 

@@ -163,7 +163,8 @@ def round_plan(project: Project, bis: Bisection, n: int, subsets: tuple[Subset, 
                      source=f"bisect {bis.a.run_id} {bis.b.run_id} round {n}",
                      bases=tuple(bases), include=tuple(include), bench=(bis.bench,),
                      hosts=(bis.host,))
-    previous = read_state(project.runs.sweep_state_path(spec.name)) if resume else None
+    previous = (read_state(project.runs, project.runs.sweep_state_path(spec.name))
+                if resume else None)
     return plan_points(project, spec, bases, on_hosts=(bis.host,),
                        include_predicted=include_predicted, previous=previous, resume=resume)
 
@@ -232,7 +233,6 @@ def _run_round(project: Project, req: BisectRequest, bis: Bisection, n: int, pla
     """Run round ``n``'s plan as a sweep (under its lock) and read back each point's
     levels; a point not measured (skipped, failed) has none."""
     from variantctl.report.load import load_run
-    from variantctl.sweeps.lock import sweep_lock
     from variantctl.sweeps.signals import term_as_interrupt
     from variantctl.sweeps.state import read_state
     from variantctl.usecases.sweep import execute_plan
@@ -240,8 +240,9 @@ def _run_round(project: Project, req: BisectRequest, bis: Bisection, n: int, pla
     env = project.env
     name = bis.round_name(n)
     ui = start(plan)
-    with sweep_lock(env.runs_dir, name, started_at=env.now().isoformat()), term_as_interrupt():
-        previous = read_state(project.runs.sweep_state_path(name))
+    with project.runs.sweep_lock(name, started_at=env.now().isoformat()), \
+            term_as_interrupt():
+        previous = read_state(project.runs, project.runs.sweep_state_path(name))
         swept = execute_plan(project, plan, name, ui, previous=previous, resume=req.resume,
                              include_predicted=req.include_predicted, grace=req.grace)
     if swept.interrupted:

@@ -31,10 +31,9 @@ def list_runs(env: Environment, *, variant: str | None, verdict: str | None
     """The store's root and one summary row per run (``runs --json``'s objects), those
     of ``variant`` and ``verdict`` when given."""
     from variantctl.runs.store import RunStore
-    from variantctl.runs.summary import summary_json
 
     store = RunStore(env.runs_dir)
-    rows = [summary_json(d, rec) for d, rec in store.records()]
+    rows = [row for _, row in store.summaries()]  # from the store's listing index
     if variant is not None:
         rows = [r for r in rows if r["variant"] == variant]
     if verdict is not None:
@@ -56,14 +55,13 @@ def trend_of(env: Environment, target: str, metric: str) -> Trend:
     from variantctl.errors import NotFoundError
     from variantctl.report.load import load_run
     from variantctl.report.trend import trend as make_trend
-    from variantctl.runs.run import RunRecord
     from variantctl.runs.store import RunStore
 
     store = RunStore(env.runs_dir)
     ids = [d.run_id for d in store.of_key(target)]
     if not ids:
-        ids = [d.run_id for d, rec in store.records()
-               if isinstance(rec, RunRecord) and rec.variant_name == target]
+        ids = [d.run_id for d, row in store.summaries()
+               if "error" not in row and row.get("variant") == target]
     if not ids:
         raise NotFoundError(f"no run of variant or configuration key {target!r} in "
                             f"{store.root}",

@@ -89,7 +89,7 @@ def plan_sweep(project: Project, req: SweepRequest) -> Plan:
     """``--dry-run``: the plan alone."""
     from variantctl.sweeps.state import read_state
 
-    previous = read_state(project.runs.sweep_state_path(req.name))
+    previous = read_state(project.runs, project.runs.sweep_state_path(req.name))
     return load_plan(project, req, previous)
 
 
@@ -98,14 +98,13 @@ def run_sweep(project: Project, req: SweepRequest,
     """Plan and run sweep ``req.name``; ``start(plan)`` is called once planned and gives
     the UI the points report their phases to. The run holds the sweep's lock from
     reading its state to its last write (a second run is refused, exit 3)."""
-    from variantctl.sweeps.lock import sweep_lock
     from variantctl.sweeps.signals import term_as_interrupt
     from variantctl.sweeps.state import read_state
 
     env = project.env
-    with sweep_lock(env.runs_dir, req.name, started_at=env.now().isoformat()), \
+    with project.runs.sweep_lock(req.name, started_at=env.now().isoformat()), \
             term_as_interrupt():
-        previous = read_state(project.runs.sweep_state_path(req.name))
+        previous = read_state(project.runs, project.runs.sweep_state_path(req.name))
         plan = load_plan(project, req, previous)
         return execute_plan(project, plan, req.name, start(plan), previous=previous,
                             resume=req.resume, include_predicted=req.include_predicted,

@@ -66,7 +66,7 @@ def test_profile_compare_and_report_read_an_old_store(run_cli: Cli, project: Pat
 
 
 def test_an_old_sweep_state_reads_as_the_typed_state(project: Path) -> None:
-    doc = read_state(project / "runs" / "sweeps" / "t.json")
+    doc = read_state(RunStore(project / "runs"), project / "runs" / "sweeps" / "t.json")
     assert doc is not None and doc.sweep == "t" and doc.status == "interrupted"
     assert [(p.name, p.status, p.run_id) for p in doc.points] == [
         ("cpu-eager@t-01", "measured", "aaaaaaaaaa-1"),

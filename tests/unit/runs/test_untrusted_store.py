@@ -159,7 +159,7 @@ def test_a_damaged_sweep_state(run_cli: Cli, project: Path, points: Any, field: 
     one_error_line(run_cli(["report", "s", "--out", str(project / "r")], project=project),
                    str(path), field)
     with pytest.raises(StoredFileError) as err:  # what `sweep s` / `--resume` read
-        read_state(path)
+        read_state(RunStore(project / "runs"), path)
     assert str(path) in err.value.message and err.value.exit_code == 2
     assert err.value.hint == "delete it to start the sweep afresh"
 

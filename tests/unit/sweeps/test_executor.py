@@ -95,12 +95,12 @@ class Runner:
 
 def test_hosts_run_in_parallel_one_point_each_at_a_time(tmp_path: Path) -> None:
     plan, hosts = plan_on(["h1", "h2"], 6, tmp_path)
-    state = SweepState.begin(tmp_path / "s.json", plan, now, None)
+    state = SweepState.begin(tmp_path / "s.json", plan, now, None, store=RunStore(tmp_path))
     barrier, active, lock = threading.Barrier(2), {}, threading.Lock()
     out = run_sweep(plan, state, hosts, lambda h, t, s, u: Runner(h, barrier, active, lock), UI(),
                     open_target=local)
     assert not out.interrupted and not out.host_errors
-    doc = read_state(tmp_path / "s.json")
+    doc = read_state(RunStore(tmp_path), tmp_path / "s.json")
     assert doc is not None
     assert [(p.host, p.status, p.run_id) for p in doc.points] == [
         ("h1", "measured", "k-1"), ("h2", "measured", "k-2"), ("h1", "measured", "k-3"),
@@ -109,7 +109,7 @@ def test_hosts_run_in_parallel_one_point_each_at_a_time(tmp_path: Path) -> None:
 
 def test_a_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
     plan, hosts = plan_on(["down", "h2"], 4, tmp_path)
-    state = SweepState.begin(tmp_path / "s.json", plan, now, None)
+    state = SweepState.begin(tmp_path / "s.json", plan, now, None, store=RunStore(tmp_path))
     active, lock = {}, threading.Lock()
     out = run_sweep(plan, state, hosts, lambda h, t, s, u: Runner(h, None, active, lock), UI(),
                     open_target=local)
@@ -131,7 +131,7 @@ def test_ctrl_c_stops_the_running_point_and_leaves_the_rest_pending(tmp_path: Pa
 
 def _interrupted_sweep(tmp_path: Path) -> None:
     plan, hosts = plan_on(["h1"], 3, tmp_path)
-    state = SweepState.begin(tmp_path / "s.json", plan, now, None)
+    state = SweepState.begin(tmp_path / "s.json", plan, now, None, store=RunStore(tmp_path))
     seen: list[str] = []
 
     class Interruptible:
@@ -156,8 +156,9 @@ def _interrupted_sweep(tmp_path: Path) -> None:
 
 def test_resume_keeps_finished_points_whose_runs_are_still_archived(tmp_path: Path) -> None:
     plan, _ = plan_on(["h1"], 3, tmp_path)
-    path = RunStore(tmp_path / "runs").sweep_state_path("t")
-    state = SweepState.begin(path, plan, now, None)
+    store = RunStore(tmp_path / "runs")
+    path = store.sweep_state_path("t")
+    state = SweepState.begin(path, plan, now, None, store=store)
     kept, gone = tmp_path / "runs" / "run-a", tmp_path / "runs" / "run-b"
     kept.mkdir(parents=True)
     (kept / "run.json").write_text("{}")
@@ -167,8 +168,8 @@ def test_resume_keeps_finished_points_whose_runs_are_still_archived(tmp_path: Pa
     state.update(plan.points[1].name, lambda e: replace(
         e, status="measured", run_dir=str(gone), benchmarks=()))
     state.update(plan.points[2].name, lambda e: replace(e, status="interrupted"))
-    previous = read_state(path)
-    resumed = SweepState.begin(path, plan, now, previous)
+    previous = read_state(store, path)
+    resumed = SweepState.begin(path, plan, now, previous, store=store)
     got = [(p.status, p.resumed) for p in resumed.snapshot().points]
     assert got == [("measured", True), ("pending", False), ("pending", False)]
 
@@ -177,11 +178,11 @@ def test_a_broken_state_file_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text("{not json")
     with pytest.raises(VariantctlError) as err:
-        read_state(path)
+        read_state(RunStore(tmp_path), path)
     assert str(path) in err.value.message and err.value.exit_code == 2
     path.write_text('{"schema": "other"}')
     with pytest.raises(VariantctlError, match=r"not a variantctl\.sweep/1 state file"):
-        read_state(path)
+        read_state(RunStore(tmp_path), path)
 
 
 def _metrics(completed: int, failed: int, ttft_p90: float) -> LevelMetrics:

@@ -1,10 +1,11 @@
-"""One run of a sweep at a time (effectful: a local lock file beside the state file).
+"""One run of a sweep at a time: the run store's lock beside a sweep's state file.
 
 Two ``sweep NAME`` processes writing ``runs/sweeps/NAME.json`` at once corrupt it (a
 measured point ends ``error`` and later runs skip it as failed before), so the run
 holds ``runs/sweeps/NAME.lock`` (the Target lock: ``flock``, which the kernel releases
 when the holder dies, so a killed run never keeps it) and writes who holds it; a second
-run is refused with that holder's pid and host (exit 3).
+run is refused with that holder's pid and host (exit 3). The store holds it
+(:meth:`RunStore.sweep_lock`): the one writer of ``runs/``.
 """
 
 from __future__ import annotations
@@ -18,21 +19,17 @@ from pathlib import Path
 
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.exitcodes import ExitCode
-
-
-def lock_path(runs_dir: Path, sweep: str) -> Path:
-    return runs_dir / "sweeps" / f"{sweep}.lock"
+from variantctl.targets.local import LocalTarget
 
 
 @contextmanager
-def sweep_lock(runs_dir: Path, sweep: str, *, started_at: str) -> Iterator[None]:
-    """Hold sweep ``sweep``'s lock for the block; refuse (exit 3) while another holds it."""
-    from variantctl.targets.local import LocalTarget
-
-    path = lock_path(runs_dir, sweep)
+def hold_sweep_lock(files: LocalTarget, path: Path, sweep: str, *,
+                    started_at: str) -> Iterator[None]:
+    """Hold sweep ``sweep``'s lock file ``path`` for the block; refuse (exit 3) while
+    another holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with LocalTarget().lock(str(path)):
+        with files.lock(str(path)):
             holder = {"pid": os.getpid(), "host": socket.gethostname(),
                       "started_at": started_at}
             # the lock holds the file open; who holds it is written through a new handle
