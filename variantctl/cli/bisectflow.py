@@ -86,7 +86,7 @@ def load_bisection(project: Project, run_a: str, run_b: str) -> Bisection:
         raise _bad(f"run {a.run_id} ran on host {host_a} and run {b.run_id} on host {host_b}: "
                    "bisect measures both configurations on one host",
                    hint="bisect two runs of one host (variantctl runs lists them)")
-    settings, other = settings_between(a.record.variant, b.record.variant)
+    settings, other = settings_between(a.record.variant, b.record.variant, project.secrets)
     if other:
         what = ", ".join(other)
         hint = ("bisect varies args, env and patchsets on one vLLM install; compare the "
@@ -223,7 +223,8 @@ def run_bisect(env: Environment, run_a: str, run_b: str, *, dry_run: bool, resum
                              "host": bis.host, "strategy": bis.strategy,
                              "settings": [s.to_json() for s in bis.settings],
                              "launches": {"first_round": first, "at_most": at_most},
-                             "notes": list(bis.notes), "plan": plan_json(plan)})
+                             "notes": list(bis.notes),
+                             "plan": plan_json(plan, project.secrets)})
         else:
             emit(env, dry_run_blocks(bis, plan, first, at_most))
         return ExitCode.OK

@@ -33,7 +33,9 @@ def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
             raise StoredFileError(f"{run.unreadable[0]}",
                                   hint=f"run {run.run_id}'s benchmark file is damaged; "
                                        "compare needs every one it lists")
-    result = compare_runs(a, b)
+    from variantctl.project.loaded import Project
+
+    result = compare_runs(a, b, Project(env).secrets)
     if as_json:
         print_json(env, comparison_json(result))
         return

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from variantctl.cli.common import format_option, pass_env
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.variants.model import ResolvedVariant
 
 
 @click.command("render")
@@ -31,6 +36,7 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
     catalog = load_catalog(env.variants_dir)
     v = resolve(catalog, name, host=host_name, port=port)
     host = get_host(catalog.hosts, v.host)
+    say_secrets(env, v)
     out = env.stdout.file
     if fmt == "sh":
         out.write(render_script(v, host))
@@ -44,3 +50,15 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
                          "log": render_log_path(v, host), "script": render_script(v, host)})
         return
     out.flush()
+
+
+def say_secrets(env: Environment, v: ResolvedVariant) -> None:
+    """``render`` and ``show`` print secrets unmasked (what launch runs): say so."""
+    from variantctl.project.loaded import Project
+    from variantctl.secretmask import unmasked_note
+
+    host = Project(env).hosts.get(v.host)
+    names = [*v.env, *v.args, *(host.env if host is not None else ())]
+    note = unmasked_note(Project(env).secrets.names_in(names))
+    if note:
+        env.stderr.print(note, markup=False, highlight=False)

@@ -39,7 +39,7 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
 
     project = Project(env)
     data, name = gather(env, sources, title, signatures=project.signatures,
-                        hosts=project.hosts)
+                        hosts=project.hosts, secrets=project.secrets)
     written = write_report(env, data, fmt, out, name)
     summary = summary_lines(data)
     if as_json:

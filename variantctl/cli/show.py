@@ -26,6 +26,9 @@ def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     catalog = load_catalog(env.variants_dir)
     v = resolve(catalog, name)
     host = catalog.hosts.get(v.host)
+    from variantctl.cli.render import say_secrets
+
+    say_secrets(env, v)
     if as_json:
         from variantctl.cli.output import print_json
 
@@ -104,3 +107,4 @@ def _rows(v: ResolvedVariant) -> list[tuple[str, str, str | None]]:
     ]
     rows += [("tags", t, f"tags.{t}") for t in v.tags]
     return rows
+

@@ -175,7 +175,7 @@ def _run_sweep(env: Environment, name: str, *, dry_run: bool, resume: bool,
                      previous=previous, resume=resume)
     if dry_run:
         if as_json:
-            print_json(env, {"plan": plan_json(plan), "dry_run": True})
+            print_json(env, {"plan": plan_json(plan, project.secrets), "dry_run": True})
         else:
             emit(env, plan_blocks(plan, dry_run=True))
         return ExitCode.OK

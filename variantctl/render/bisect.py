@@ -38,7 +38,7 @@ def dry_run_blocks(bis: Bisection, plan: Plan, first: int, at_most: int) -> list
     for col in ("SETTING", "A", "B"):
         table.add_column(col)
     for s in bis.settings:
-        table.add_row(s.label, _value(s.a), _value(s.b))
+        table.add_row(s.label, _value(s.shown(s.a)), _value(s.shown(s.b)))
     return [text(_head(bis)), Block(table), text(_strategy_line(bis, first, at_most)),
             *[text(f"note: {n}") for n in bis.notes], *plan_blocks(plan, dry_run=True)]
 

@@ -12,6 +12,7 @@ from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, rich_line, text
 from variantctl.report.compare import Comparison
 from variantctl.report.tables import ci_text
+from variantctl.secretmask import MASK
 from variantctl.variants.diff import format_value
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ def comparison_blocks(c: Comparison) -> list[Block]:
         out.append(text("no configuration, patch, host or fact differs"))
     if c.also:
         out.append(text("also differs (cannot change performance): "
-                        + ", ".join(f"{ch.key}" for ch in c.also)))
+                        + ", ".join(f"{ch.group}.{ch.key} (secret: ***)" if ch.a == MASK
+                                    or ch.b == MASK else f"{ch.key}" for ch in c.also)))
     out += [text(f"note: {n}", err=True) for n in c.notes]
     return out
 

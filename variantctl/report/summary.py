@@ -69,7 +69,7 @@ def capacity_lines(series: Sequence[Series]) -> tuple[str, ...]:
 
 def summary_lines(report: ReportInput) -> tuple[str, ...]:
     """One line per question; nothing when no run has a benchmark."""
-    series = series_of([r for r in report.runs if r.results])
+    series = series_of([r for r in report.runs if r.results], report.secrets)
     return winner_lines(series)
 
 
