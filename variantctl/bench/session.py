@@ -498,8 +498,14 @@ def _diagnose(target: Target, record: ServerRecord, concurrency: int,
 
 
 def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[bool]:
-    """First Ctrl-C: stop the level (partial results kept); second: the default (abort)."""
+    """First Ctrl-C: stop the level (partial results kept); second: the default (abort).
+
+    A SIGINT inherited as ignored (a background job of a shell without job control, as
+    ``cmd &`` in a script) stays ignored, as in ``sweep``: that is how the caller said
+    Ctrl-C is not for this process (the POSIX convention); only SIGTERM stops it then."""
     flag = [False]
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return flag
 
     def on_sigint() -> None:
         if flag[0]:
