@@ -194,6 +194,12 @@ def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
             hint=f"variantctl launch {variant} starts it; variantctl ps lists running servers",
         )
     (status,) = launcher_for(host).statuses(target, [record])
+    if status.foreign is not None:
+        raise VariantctlError(
+            f"{variant} on host {host.name}: port {record.port} is served by "
+            f"{status.foreign}, not by the server launch started ({record.ident}); "
+            "refusing to measure another server", exit_code=ExitCode.CONFLICT,
+            hint=f"variantctl stop {variant}, free port {record.port}, then launch again")
     if status.state != "healthy":
         what = {
             "stale": f"its process ({record.ident}) is gone",

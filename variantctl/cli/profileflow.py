@@ -37,12 +37,15 @@ def ensure_profiled_server(project: Project, target: Target, host: Host, variant
     from variantctl.bench.profile import ENV, server_profile_dir
     from variantctl.bench.session import find_server
     from variantctl.errors import TargetError, VariantctlError
+    from variantctl.exitcodes import ExitCode
 
     try:
         record = find_server(target, host, variant)
     except TargetError:
         raise  # the host itself is the problem: a launch would not fare better
     except VariantctlError as exc:  # not running, still starting, not answering
+        if exc.exit_code == ExitCode.CONFLICT:
+            raise  # another process serves its port: a relaunch would not get it back
         note(f"{variant}: {exc.message}; launching it with profiling on")
         return _relaunch(project, target, host, variant, note)
     directory = server_profile_dir(target, record)
