@@ -22,7 +22,7 @@ def trend(env: Environment, target: str, metric: str, as_json: bool) -> None:
     from variantctl.cli.output import emit, print_json
     from variantctl.errors import NotFoundError
     from variantctl.render.trend import trend_blocks
-    from variantctl.report.load import load_run
+    from variantctl.report.load import load_runs
     from variantctl.report.trend import trend as make_trend
     from variantctl.runs.run import RunRecord
     from variantctl.runs.store import RunStore
@@ -30,14 +30,16 @@ def trend(env: Environment, target: str, metric: str, as_json: bool) -> None:
     store = RunStore(env.runs_dir)
     ids = [d.run_id for d in store.of_key(target)]
     if not ids:
+        # a damaged record has no variant name: its directory's says whose it was
         ids = [d.run_id for d, rec in store.records()
-               if isinstance(rec, RunRecord) and rec.variant_name == target]
+               if (rec.variant_name if isinstance(rec, RunRecord) else d.variant) == target]
     if not ids:
         raise NotFoundError(f"no run of variant or configuration key {target!r} in "
                             f"{store.root}",
                             hint="variantctl runs lists the runs: VARIANT column, or the "
                                  "10-hex key before the run id's '-N'")
-    result = make_trend([load_run(store, i) for i in ids], metric)
+    runs, damaged = load_runs(store, ids)
+    result = make_trend(runs, metric, damaged)
     if as_json:
         print_json(env, {"trend": {"target": target, **result.to_json()}})
         return
