@@ -231,6 +231,13 @@ class MetricTest:
         return self.difference is not None and self.difference.significant
 
     @property
+    def one_launch(self) -> bool:
+        """Tested over the requests of one launch a side (a bootstrap, no repeats): how
+        much two launches of the same configuration differ is unknown, so the test can
+        claim no winner."""
+        return self.difference is not None and self.difference.method == "bootstrap"
+
+    @property
     def delta_pct(self) -> float | None:
         if self.difference is not None:
             return self.difference.delta_pct
@@ -305,11 +312,18 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
 VERDICTS = ("b-faster", "b-slower", "no-significant-difference")
 
 
+#: the verdict of a level measured once a side: launch-to-launch noise is unknown
+NOISE_UNKNOWN = "noise-unknown"
+
+
 def verdict(tests: Sequence[MetricTest]) -> str | None:
     """On output throughput: ``b-faster`` | ``b-slower`` | ``no-significant-difference``
-    (None: the level has no throughput on one side)."""
+    | :data:`NOISE_UNKNOWN` (one launch a side: no winner claimed); None: the level has
+    no throughput on one side."""
     for t in tests:
         if t.metric == "output_throughput":
+            if t.one_launch:
+                return NOISE_UNKNOWN
             if t.difference is None or not t.significant:
                 return "no-significant-difference"
             return "b-faster" if t.difference.delta_pct > 0 else "b-slower"

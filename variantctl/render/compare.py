@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, MetricTest
+from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, NOISE_UNKNOWN, MetricTest
 from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, rich_line, text
 from variantctl.report.compare import Comparison
@@ -36,13 +36,18 @@ def delta_text(m: MetricTest) -> tuple[str, str]:
 def decision_text(m: MetricTest) -> str:
     if m.difference is None:
         return "undecided (no interval)"
+    if m.one_launch:
+        return "launch noise unknown"
     if not m.significant:
         return "within noise"
     return "B better" if m.better else "B worse"
 
 
 VERDICT_TEXT = {"b-faster": "B is faster", "b-slower": "B is slower",
-                "no-significant-difference": "no significant difference"}
+                "no-significant-difference": "no significant difference",
+                NOISE_UNKNOWN: "no winner claimed: one launch a side, so how much two "
+                               "launches of one configuration differ is unknown (bench "
+                               "--repeat 3 measures it)"}
 
 
 def metrics_table(c: Comparison) -> Table:

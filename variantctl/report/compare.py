@@ -68,7 +68,7 @@ class Comparison:
     @property
     def verdicts(self) -> dict[int, str]:
         """Per concurrency, on output throughput: b-faster | b-slower |
-        no-significant-difference."""
+        no-significant-difference | noise-unknown (one launch a side)."""
         by_c: dict[int, list[MetricTest]] = {}
         for t in self.tests:
             by_c.setdefault(t.concurrency, []).append(t)

@@ -162,6 +162,9 @@ def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str
     d = test.difference
     if d is None:
         return text + " (untested: a side has no interval)"
+    if test.one_launch:  # requests of one launch a side: no winner can be claimed
+        return (f"{text}; launch-to-launch noise unknown (one launch a side): no winner "
+                f"claimed ({rival.label} {_signed(d.delta_pct)} % over requests)")
     verdict = "beyond the noise" if d.significant else "within the noise"
     return (f"{text}, {verdict} ({rival.label} {_signed(d.delta_pct)} %, 95 % CI "
             f"{_signed(d.lo_pct)} to {_signed(d.hi_pct)} %)")
