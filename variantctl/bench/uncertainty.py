@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from variantctl.bench import stats
-from variantctl.bench.metrics import percentile
+from variantctl.bench.metrics import BURST_FIGURES, NOT_MEASURABLE, burst_point, percentile
 from variantctl.bench.model import LevelResult, RequestResult, Stats
 from variantctl.jsontypes import JsonObject
 
@@ -225,6 +225,8 @@ class MetricTest:
     a: FigureCI
     b: FigureCI
     difference: stats.Difference | None
+    #: why the figure is not compared (a side's tokens arrived in one burst), None if it is
+    not_measurable: str | None = None
 
     @property
     def significant(self) -> bool:
@@ -259,7 +261,8 @@ class MetricTest:
                 "b": self.b.estimate, "delta_pct": None if delta is None else _finite(delta),
                 "ci95_pct": [None, None] if d is None else [_finite(d.lo_pct),
                                                             _finite(d.hi_pct)],
-                "significant": self.significant, "n_a": self.a.n, "n_b": self.b.n}
+                "significant": self.significant, "n_a": self.a.n, "n_b": self.b.n,
+                **({"not_measurable": self.not_measurable} if self.not_measurable else {})}
 
 
 def _finite(value: float) -> float | None:
@@ -305,6 +308,10 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
                 fa = point_intervals(a_lv, [name], seed=seed, by_requests=True)[name]
             if fb.method == METHOD_REPEATS:
                 fb = point_intervals(b_lv, [name], seed=seed, by_requests=True)[name]
+        if name in BURST_FIGURES and (burst_point(a_lv) or burst_point(b_lv)):
+            # TPOT ~0 and TPS unbounded say how the server delivered, not how it decoded
+            out.append(MetricTest(concurrency, name, fa, fb, None, NOT_MEASURABLE))
+            continue
         out.append(MetricTest(concurrency, name, fa, fb, diff))
     return out
 

@@ -34,6 +34,8 @@ def delta_text(m: MetricTest) -> tuple[str, str]:
 
 
 def decision_text(m: MetricTest) -> str:
+    if m.not_measurable:
+        return m.not_measurable
     if m.difference is None:
         return "undecided (no interval)"
     if m.one_launch:
@@ -63,8 +65,10 @@ def metrics_table(c: Comparison) -> Table:
         h = HEADLINES[m.metric]
         pct, ci = delta_text(m)
         table.add_row("" if m.concurrency == last else str(m.concurrency),
-                      f"{h.heading} ({h.unit})", ci_text(m.a, _digits(m)),
-                      ci_text(m.b, _digits(m)), pct, ci, decision_text(m))
+                      f"{h.heading} ({h.unit})",
+                      *(("–", "–", "", "") if m.not_measurable else
+                        (ci_text(m.a, _digits(m)), ci_text(m.b, _digits(m)), pct, ci)),
+                      decision_text(m))
         last = m.concurrency
     return table
 
