@@ -31,6 +31,12 @@ MAX_REQUESTS = 1_000_000
 #: the longest time option in seconds (~11.6 days): beyond it a deadline is a typo, and
 #: the clocks that wait for it overflow (``time_t``) rather than wait
 MAX_SECONDS = 1_000_000.0
+#: the slowest request rate (requests/s): one request per MAX_SECONDS; a slower rate makes
+#: a gap between two requests longer than any time option allows
+MIN_RATE = 1.0 / MAX_SECONDS
+#: the highest rate a --search rate may reach (requests/s): a level of one second at it
+#: already holds the most requests a level may have
+MAX_RATE = float(MAX_REQUESTS)
 #: the longest --output-len (sent to the server as max_tokens)
 MAX_OUTPUT_LEN = 10_000_000
 #: the most repeats of a ladder
@@ -175,6 +181,12 @@ class BenchParams:
         if not 1 <= self.prefixes <= MAX_PREFIXES:
             raise _usage(f"--prefixes must be between 1 and {MAX_PREFIXES:,}, "
                          f"got {self.prefixes}")
+        if self.prefix_len is not None:
+            used = min(self.prefixes, self.requests or self.prefixes)
+            if self.prefix_len * used > MAX_INPUT_LEN:
+                raise _usage(f"--prefix-len {self.prefix_len:,} × {used:,} prefixes is "
+                             f"{self.prefix_len * used:,} tokens, more than the "
+                             f"{MAX_INPUT_LEN:,} built up front (fewer or shorter prefixes)")
         if self.prefixes != 1 and self.prefix_len is None:
             raise _usage("--prefixes needs --prefix-len N (the shared prefixes' tokens)")
         if not 1 <= self.turns <= MAX_TURNS:
@@ -205,10 +217,13 @@ class BenchParams:
             raise _usage("--search needs --slo ttft:MS,tpot:MS[,e2el:MS]")
         if not 0 < self.slo_percentile <= 100:
             raise _usage(f"--slo-percentile must be in (0, 100], got {self.slo_percentile:g}")
-        if not self.max_level >= 1 or math.isinf(self.max_level) or (
+        cap = MAX_CONCURRENCY if self.search == "concurrency" else MAX_RATE
+        if not 1 <= self.max_level <= cap or (
                 self.search == "concurrency" and not float(self.max_level).is_integer()):
             what = "a whole number" if self.search == "concurrency" else "a number"
-            raise _usage(f"--max-level must be {what} >= 1, got {self.max_level:g}")
+            unit = "concurrent requests" if self.search == "concurrency" else "requests/s"
+            raise _usage(f"--max-level must be {what} between 1 and {cap:,.0f} {unit} (the "
+                         f"per-level limit), got {self.max_level:g}")
         if self.rate_ladder or self.ramp_up is not None or (
                 spec is not None and spec[0] == "trace"):
             raise _usage("--search chooses the levels: no rate ladder, ramp-up or trace with it")
@@ -221,6 +236,13 @@ class BenchParams:
             raise _usage("--search rate chooses the rate: no --request-rate with it")
 
     def _check_arrivals(self, spec: tuple[str, str] | None) -> None:
+        for name, rate in (("--request-rate", self.request_rate),
+                           *(("--request-rate", r) for r in self.rate_ladder),
+                           ("--ramp-start", self.ramp_start), ("--ramp-end", self.ramp_end)):
+            if rate is not None and 0 < rate < MIN_RATE:
+                raise _usage(f"{name} {rate:g} requests/s puts more than {MAX_SECONDS:,.0f} s "
+                             f"(the longest time option) between two requests: give at "
+                             f"least {MIN_RATE:g}")
         trace = spec is not None and spec[0] == "trace"
         rated = bool(self.rate_ladder) or not math.isinf(self.request_rate)
         if self.rate_ladder:

@@ -21,7 +21,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from variantctl.benchparams import BenchParams, dataset_spec
+from variantctl.benchparams import MAX_SECONDS, BenchParams, dataset_spec
+from variantctl.errors import VariantctlError
+from variantctl.exitcodes import ExitCode
 from variantctl.jsonfields import Fields
 from variantctl.jsontypes import JsonObject
 
@@ -122,6 +124,12 @@ def offsets(profile: Profile, n: int, burstiness: float, seed: int) -> list[floa
     if profile.kind != "ramp-up" and out and out[-1] > 0:
         factor = (n / profile.rate) / out[-1]
         out = [t * factor for t in out]
+    if out and not out[-1] <= MAX_SECONDS:
+        # a time derived from a rate is capped like the time options themselves
+        raise VariantctlError(
+            f"{profile.label()}: sending {n:,} requests would take {out[-1]:.3g} s, more "
+            f"than {MAX_SECONDS:,.0f} s (the longest time option): raise the rate or send "
+            "fewer requests", exit_code=ExitCode.USAGE)
     return out
 
 
@@ -130,6 +138,7 @@ def next_gap(profile: Profile, index: int, burstiness: float, rng: random.Random
     rate = profile.rate
     if math.isinf(rate):
         return 0.0
+    # capped like the time options: --duration ends the level long before it anyway
     if math.isinf(burstiness):
-        return 1.0 / rate
-    return rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+        return min(1.0 / rate, MAX_SECONDS)
+    return min(rng.gammavariate(burstiness, 1.0 / (rate * burstiness)), MAX_SECONDS)

@@ -32,9 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from variantctl.bench.prompts import Prompt, Tokenizer, corpus_pool
-from variantctl.benchparams import DATASET_KINDS, dataset_spec
+from variantctl.benchparams import (
+    DATASET_KINDS,
+    MAX_INPUT_LEN,
+    MAX_OUTPUT_LEN,
+    MAX_SECONDS,
+    dataset_spec,
+)
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsondepth import MAX_DEPTH, check_depth
 from variantctl.jsontypes import JsonMapping
 
 KINDS = DATASET_KINDS
@@ -124,9 +131,29 @@ def _line_at(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
+class _Lines:
+    """Line numbers of increasing offsets, counted from the last one asked (linear in the
+    file, where counting from the start each time made a ShareGPT file quadratic)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def at(self, index: int) -> int:
+        if index < self.pos:
+            return _line_at(self.text, index)
+        self.line += self.text.count("\n", self.pos, index)
+        self.pos = index
+        return self.line
+
+
 def _sharegpt(path: Path, text: str) -> tuple[Entry, ...]:
     """The top-level JSON list, element by element (so an error knows its line)."""
     decoder = json.JSONDecoder()
+    try:
+        check_depth(text, limit=MAX_DEPTH + 1)  # the list itself is one more level
+    except json.JSONDecodeError as exc:
+        raise _err(path, _line_at(text, exc.pos), f"not JSON: {exc.msg}") from None
+    lines = _Lines(text)
     i = len(text) - len(text.lstrip())
     if not text.startswith("[", i):
         raise _err(path, _line_at(text, i), "expected a JSON list of ShareGPT entries "
@@ -140,7 +167,7 @@ def _sharegpt(path: Path, text: str) -> tuple[Entry, ...]:
             raise _err(path, _line_at(text, i), "the JSON list is not closed")
         if text[i] == "]":
             break
-        line = _line_at(text, i)
+        line = lines.at(i)
         try:
             item, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as exc:
@@ -153,7 +180,8 @@ def _sharegpt(path: Path, text: str) -> tuple[Entry, ...]:
         if conv is None:
             continue  # vLLM drops it too
         if not isinstance(conv, list) or not all(
-                isinstance(t, dict) and isinstance(t.get("value"), str) for t in conv):
+                isinstance(t, dict) and isinstance(t.get("value"), str)
+                and isinstance(t.get("from", ""), str) for t in conv):
             raise _err(path, line, "'conversations' should be a list of "
                        '{"from": ..., "value": "text"}')
         if len(conv) < 2:
@@ -177,6 +205,7 @@ def _lines(path: Path, text: str, kind: str) -> tuple[Entry, ...]:
         if len(out) >= MAX_ENTRIES:
             raise _err(path, lineno, f"more than {MAX_ENTRIES} entries")
         try:
+            check_depth(line)
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _err(path, lineno, f"not JSON: {exc.msg}") from None
@@ -200,15 +229,39 @@ def _lines(path: Path, text: str, kind: str) -> tuple[Entry, ...]:
     return tuple(out)
 
 
-def _positive_int(path: Path, line: int, item: Mapping[str, object], key: str) -> int:
+def _positive_int(path: Path, line: int, item: Mapping[str, object], key: str,
+                  cap: int, option: str) -> int:
+    """A positive integer field, capped like the option it stands in for."""
     value = item.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _err(path, line, f"{key!r} should be a positive integer, got {value!r}")
+        raise _err(path, line, f"{key!r} should be a positive integer, got {_clip(value)}")
+    if value > cap:
+        raise _err(path, line, f"{key!r} is {value:,}, more than {cap:,} (the cap of "
+                   f"{option})")
     return value
 
 
+def _clip(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _message_problem(m: object) -> str | None:
+    """Why a chat message is not ``{"role": text, "content": text}``; None if it is."""
+    if not isinstance(m, dict):
+        return f"a message should be an object, got {_clip(m)}"
+    if not isinstance(m.get("role"), str) or not m["role"]:
+        return f"a message's 'role' should be non-empty text, got {_clip(m.get('role'))}"
+    if "content" not in m:
+        return "a message has no 'content' (its text)"
+    if not isinstance(m["content"], str):
+        return f"a message's 'content' should be text, got {_clip(m['content'])}"
+    return None
+
+
 def _jsonl_entry(path: Path, line: int, item: Mapping[str, object]) -> Entry:
-    out_len = _positive_int(path, line, item, "output_len") if "output_len" in item else None
+    out_len = (_positive_int(path, line, item, "output_len", MAX_OUTPUT_LEN, "--output-len")
+               if "output_len" in item else None)
     if ("prompt" in item) == ("messages" in item):
         raise _err(path, line, "give 'prompt' (text) or 'messages' (chat), one of them")
     if "prompt" in item:
@@ -216,10 +269,13 @@ def _jsonl_entry(path: Path, line: int, item: Mapping[str, object]) -> Entry:
             raise _err(path, line, "'prompt' should be non-empty text")
         return Entry(line=line, prompt=item["prompt"], output_len=out_len)
     msgs = item["messages"]
-    if not isinstance(msgs, list) or not msgs or not all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs):
+    if not isinstance(msgs, list) or not msgs:
         raise _err(path, line, "'messages' should be a non-empty list of "
                    '{"role": ..., "content": ...}')
+    for m in msgs:
+        problem = _message_problem(m)
+        if problem:
+            raise _err(path, line, f"'messages': {problem}")
     return Entry(line=line, messages=tuple(msgs), output_len=out_len)
 
 
@@ -237,8 +293,10 @@ def _trace_entry(path: Path, line: int, item: Mapping[str, object]) -> Entry:
             isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in hashes):
         raise _err(path, line, "'hash_ids' should be a list of non-negative integers")
     return Entry(line=line, timestamp_ms=float(ts),
-                 input_len=_positive_int(path, line, item, "input_length"),
-                 output_len=_positive_int(path, line, item, "output_length"),
+                 input_len=_positive_int(path, line, item, "input_length", MAX_INPUT_LEN,
+                                         "--input-len"),
+                 output_len=_positive_int(path, line, item, "output_length", MAX_OUTPUT_LEN,
+                                          "--output-len"),
                  hash_ids=tuple(hashes))
 
 
@@ -271,6 +329,21 @@ def trace_ids(entry: Entry, pool: Sequence[int], index: int) -> list[int]:
     return ids[: entry.input_len]
 
 
+def trace_offsets(path: Path, entries: Sequence[Entry], trace_speed: float) -> list[float]:
+    """When each trace line is sent, seconds after the first (gaps divided by
+    ``--trace-speed``); a time past :data:`MAX_SECONDS` is refused naming its line."""
+    t0 = (entries[0].timestamp_ms or 0.0) if entries else 0.0
+    out = []
+    for e in entries:
+        at = ((e.timestamp_ms or 0.0) - t0) / 1000.0 / trace_speed
+        if not at <= MAX_SECONDS:
+            raise _err(path, e.line, f"this request would be sent {at:.3g} s after the "
+                       f"first (its timestamp's gap divided by --trace-speed {trace_speed:g}),"
+                       f" more than {MAX_SECONDS:,.0f} s (the cap of every time option)")
+        out.append(at)
+    return out
+
+
 async def prompts_for(spec: Spec, tok: Tokenizer | None, *, n: int, endpoint: str,
                       seed: int, output_len: int | None, requests: int | None,
                       trace_speed: float) -> list[Prompt]:
@@ -286,12 +359,11 @@ async def prompts_for(spec: Spec, tok: Tokenizer | None, *, n: int, endpoint: st
         return await _sharegpt_prompts(spec, tok, entries, n=n, seed=seed,
                                        output_len=output_len)
     chosen = entries if requests is None else entries[:requests]
+    ats = trace_offsets(spec.path, chosen, trace_speed)
     pool = await corpus_pool(tok)
-    t0 = chosen[0].timestamp_ms or 0.0
     out: list[Prompt] = []
-    for i, e in enumerate(chosen):
+    for i, (e, at) in enumerate(zip(chosen, ats, strict=True)):
         ids = trace_ids(e, pool, i)
-        at = ((e.timestamp_ms or 0.0) - t0) / 1000.0 / trace_speed
         content: str | list[int] = ids if endpoint == "completions" else await tok.decode(ids)
         out.append(Prompt(content, output_len=output_len or e.output_len, at_s=at,
                           expected_tokens=len(ids) if endpoint == "completions" else None))

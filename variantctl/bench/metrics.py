@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from variantctl.bench.model import LevelMetrics, RequestResult, Stats, SteadyWindow
+from variantctl.bench.model import LevelMetrics, LevelResult, RequestResult, Stats, SteadyWindow
 
 STEADY_FRACTION = 0.95
 STEADY_MIN_S = 10.0
@@ -166,6 +166,21 @@ def delivered_in_burst(r: RequestResult) -> bool:
     """True when a request's output arrived in one burst rather than token by token."""
     tpot = r.tpot_s
     return tpot is not None and r.output_tokens >= BURST_MIN_TOKENS and tpot < BURST_TPOT_S
+
+
+#: what a level whose tokens arrived in one burst shows for TPOT and per-user TPS
+NOT_MEASURABLE = "not measurable (tokens in one burst)"
+#: the figures a burst makes meaningless (decode pace per token, per user)
+BURST_FIGURES = frozenset({"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p99", "tps_p10",
+                           "tps_p50"})
+
+
+def burst_point(levels: Sequence[LevelResult]) -> bool:
+    """Every request of every level received its output in one burst (the server held
+    the stream back): TPOT is ~0 and per-user TPS unbounded — not measured, so shown
+    as :data:`NOT_MEASURABLE`, never "0.0 ±0.0"."""
+    tpot = [lv.metrics.tpot_ms for lv in levels]
+    return bool(tpot) and all(t.count > 0 and t.max < BURST_TPOT_S * 1000 for t in tpot)
 
 
 def goodput_count(ok: Sequence[RequestResult], slo_ms: Mapping[str, float]) -> int:

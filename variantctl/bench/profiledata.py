@@ -16,13 +16,13 @@ decode token costs, so it is directly comparable with the measured TPOT.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from variantctl import jsondepth
 from variantctl.jsontypes import Json, JsonObject
 
 SCHEMA = "variantctl.profile/1"
@@ -72,7 +72,7 @@ def parse_lines(text: str, pid: int) -> Parsed:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsondepth.loads(line)
         except ValueError:
             out.bad_lines += 1
             continue

@@ -29,6 +29,7 @@ from typing import Any
 
 import aiohttp
 
+from variantctl import jsondepth
 from variantctl.bench import tools_prompt
 from variantctl.bench.client import read_bounded, redirect_detail
 from variantctl.errors import VariantctlError
@@ -87,7 +88,7 @@ def load_file(path: Path) -> list[Prompt]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsondepth.loads(line)
         except ValueError as exc:
             raise _file_error(path, lineno, f"not JSON: {exc}") from None
         if isinstance(item, str):

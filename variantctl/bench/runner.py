@@ -146,7 +146,8 @@ async def prepare(
     if params.prefix_len is not None:  # --prefix-len/--prefixes: shared prefixes first
         async with make_session(60.0, 16) as session:
             heads = await workloads.shared_prefixes(
-                prompts.Tokenizer(session, base, model), k=params.prefixes,
+                # only the prefixes the level's requests use are built
+                prompts.Tokenizer(session, base, model), k=min(params.prefixes, len(plist)),
                 n_tokens=params.prefix_len, seed=params.seed)
         plist = [workloads.with_prefix(p, heads[i % len(heads)]) for i, p in enumerate(plist)]
     turns: list[workloads.Turn | None] = [None] * len(plist)

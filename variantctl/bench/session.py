@@ -196,6 +196,12 @@ def find_server(target: Target, host: Host, variant: str) -> ServerRecord:
             hint=f"variantctl launch {variant} starts it; variantctl ps lists running servers",
         )
     (status,) = launcher_for(host).statuses(target, [record])
+    if status.foreign is not None:
+        raise VariantctlError(
+            f"{variant} on host {host.name}: port {record.port} is served by "
+            f"{status.foreign}, not by the server launch started ({record.ident}); "
+            "refusing to measure another server", exit_code=ExitCode.CONFLICT,
+            hint=f"variantctl stop {variant}, free port {record.port}, then launch again")
     if status.state != "healthy":
         what = {
             "stale": f"its process ({record.ident}) is gone",
@@ -500,8 +506,14 @@ def _diagnose(target: Target, record: ServerRecord, concurrency: int,
 
 
 def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[bool]:
-    """First Ctrl-C: stop the level (partial results kept); second: the default (abort)."""
+    """First Ctrl-C: stop the level (partial results kept); second: the default (abort).
+
+    A SIGINT inherited as ignored (a background job of a shell without job control, as
+    ``cmd &`` in a script) stays ignored, as in ``sweep``: that is how the caller said
+    Ctrl-C is not for this process (the POSIX convention); only SIGTERM stops it then."""
     flag = [False]
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return flag
 
     def on_sigint() -> None:
         if flag[0]:

@@ -72,6 +72,10 @@ def find(target: Target, host: Host, variant: str, *, profile: bool = False,
     except TargetError:
         raise  # the host itself is the problem: a launch would not fare better
     except VariantctlError as exc:  # not running, still starting, not answering
+        from variantctl.exitcodes import ExitCode
+
+        if exc.exit_code == ExitCode.CONFLICT:
+            raise  # another process serves its port: a relaunch would not get it back
         note(f"{variant}: {exc.message}; launching it with profiling on")
         record, directory = relaunch()
         return Server(target, host, record, Collector(target, directory))

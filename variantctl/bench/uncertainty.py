@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from variantctl.bench import stats
-from variantctl.bench.metrics import percentile
+from variantctl.bench.metrics import BURST_FIGURES, NOT_MEASURABLE, burst_point, percentile
 from variantctl.bench.model import LevelResult, RequestResult, Stats
 from variantctl.jsontypes import JsonObject
 
@@ -278,10 +278,19 @@ class MetricTest:
     a: FigureCI
     b: FigureCI
     difference: stats.Difference | None
+    #: why the figure is not compared (a side's tokens arrived in one burst), None if it is
+    not_measurable: str | None = None
 
     @property
     def significant(self) -> bool:
         return self.difference is not None and self.difference.significant
+
+    @property
+    def one_launch(self) -> bool:
+        """Tested over the requests of one launch a side (a bootstrap, no repeats): how
+        much two launches of the same configuration differ is unknown, so the test can
+        claim no winner."""
+        return self.difference is not None and self.difference.method == "bootstrap"
 
     @property
     def delta_pct(self) -> float | None:
@@ -305,7 +314,8 @@ class MetricTest:
                 "b": self.b.estimate, "delta_pct": None if delta is None else _finite(delta),
                 "ci95_pct": [None, None] if d is None else [_finite(d.lo_pct),
                                                             _finite(d.hi_pct)],
-                "significant": self.significant, "n_a": self.a.n, "n_b": self.b.n}
+                "significant": self.significant, "n_a": self.a.n, "n_b": self.b.n,
+                **({"not_measurable": self.not_measurable} if self.not_measurable else {})}
 
 
 def _finite(value: float) -> float | None:
@@ -351,6 +361,10 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
                 fa = point_intervals(a_lv, [name], seed=seed, by_requests=True)[name]
             if fb.method == METHOD_REPEATS:
                 fb = point_intervals(b_lv, [name], seed=seed, by_requests=True)[name]
+        if name in BURST_FIGURES and (burst_point(a_lv) or burst_point(b_lv)):
+            # TPOT ~0 and TPS unbounded say how the server delivered, not how it decoded
+            out.append(MetricTest(concurrency, name, fa, fb, None, NOT_MEASURABLE))
+            continue
         out.append(MetricTest(concurrency, name, fa, fb, diff))
     return out
 
@@ -358,11 +372,18 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
 VERDICTS = ("b-faster", "b-slower", "no-significant-difference")
 
 
+#: the verdict of a level measured once a side: launch-to-launch noise is unknown
+NOISE_UNKNOWN = "noise-unknown"
+
+
 def verdict(tests: Sequence[MetricTest]) -> str | None:
     """On output throughput: ``b-faster`` | ``b-slower`` | ``no-significant-difference``
-    (None: the level has no throughput on one side)."""
+    | :data:`NOISE_UNKNOWN` (one launch a side: no winner claimed); None: the level has
+    no throughput on one side."""
     for t in tests:
         if t.metric == "output_throughput":
+            if t.one_launch:
+                return NOISE_UNKNOWN
             if t.difference is None or not t.significant:
                 return "no-significant-difference"
             return "b-faster" if t.difference.delta_pct > 0 else "b-slower"

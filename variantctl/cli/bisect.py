@@ -50,7 +50,7 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
     if dry_run:
         p = plan_bisect(project, req)
         if as_json:
-            print_json(env, dry_run_json(p))
+            print_json(env, dry_run_json(p, project.secrets))
         else:
             emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most))
         return

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from variantctl.cli.common import format_option, pass_env
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.variants.model import ResolvedVariant
 
 
 @click.command("render")
@@ -22,6 +27,7 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
     from variantctl.variants.render import render_argv, render_env, render_log_path, render_script
 
     v, host = placed_variant(env, name, host_name, port)
+    say_secrets(env, v)
     out = env.stdout.file
     if fmt == "sh":
         out.write(render_script(v, host))
@@ -35,3 +41,16 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
                          "log": render_log_path(v, host), "script": render_script(v, host)})
         return
     out.flush()
+
+
+def say_secrets(env: Environment, v: ResolvedVariant) -> None:
+    """``render`` and ``show`` print secrets unmasked (what launch runs): say so."""
+    from variantctl.project.loaded import Project
+    from variantctl.secretmask import unmasked_note
+
+    project = Project(env)
+    host = project.hosts.get(v.host)
+    names = [*v.env, *v.args, *(host.env if host is not None else ())]
+    note = unmasked_note(project.secrets.names_in(names))
+    if note:
+        env.stderr.print(note, markup=False, highlight=False)

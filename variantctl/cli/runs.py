@@ -42,15 +42,18 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
 def show(env: Environment, run_id: str, as_json: bool) -> None:
     """One run in full: verdict, evidence, facts, patches, benchmarks."""
     from variantctl.cli.output import emit, print_json
+    from variantctl.project.loaded import Project
     from variantctl.render.output import text
     from variantctl.render.runs import run_lines
+    from variantctl.secretmask import masked_record
     from variantctl.usecases.runs import show_run
 
+    rule = Project(env).secrets  # secrets in the record are shown masked
     d, rec = show_run(env, run_id)
     if as_json:
-        print_json(env, {"run": {"dir": str(d.path), **rec.to_json()}})
+        print_json(env, {"run": {"dir": str(d.path), **masked_record(rec.to_json(), rule)}})
         return
-    emit(env, [text(line) for line in run_lines(d, rec)])
+    emit(env, [text(line) for line in run_lines(d, rec, rule)])
 
 
 def _add_trend() -> None:

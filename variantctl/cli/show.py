@@ -18,6 +18,9 @@ def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     from variantctl.usecases.variants import show_variant
 
     v, host = show_variant(env, name)
+    from variantctl.cli.render import say_secrets
+
+    say_secrets(env, v)
     if as_json:
         from variantctl.cli.output import print_json
 

@@ -45,7 +45,7 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
     if dry_run:
         plan = plan_sweep(project, req)
         if as_json:
-            print_json(env, {"plan": view.plan_json(plan), "dry_run": True})
+            print_json(env, {"plan": view.plan_json(plan, project.secrets), "dry_run": True})
         else:
             emit(env, view.plan_blocks(plan, dry_run=True))
         return

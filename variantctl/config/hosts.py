@@ -45,6 +45,11 @@ ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _EXPAND = re.compile(r"\$\{(" + ENV_NAME + r")(?::-([^}]*))?\}")
 
 HOSTS_FILE = "hosts.yaml"
+#: the top-level key of hosts.yaml that is not a host: the project's own secret names
+#: (shell patterns too), beside the ones every project has (variantctl.secretmask)
+SECRETS_KEY = "secrets"
+_SECRETS = ListOf(Str(pattern=r"[A-Za-z0-9_*?\[\]-]+",
+                      what="an environment variable or argument name (shell patterns allowed)"))
 
 
 def builtin_local() -> Host:
@@ -261,10 +266,25 @@ def load_hosts_file(
     doc = load_yaml_file(path, display=display)
     if doc.data is None:
         return hosts
-    data = _HOSTS.check(doc.data, (), doc)
+    raw = doc.data
+    if isinstance(raw, dict) and SECRETS_KEY in raw:
+        _SECRETS.check(raw[SECRETS_KEY], (SECRETS_KEY,), doc)
+        raw = {k: v for k, v in raw.items() if k != SECRETS_KEY}
+    data = _HOSTS.check(raw, (), doc)
     for name, raw in data.items():
         hosts[name] = _host_from(name, raw, doc, environ, hosts.get(name))
     return hosts
+
+
+def load_secret_names(project_dir: Path | None) -> tuple[str, ...]:
+    """The project's ``secrets:`` list in ``variants/hosts.yaml`` (empty without one)."""
+    path = None if project_dir is None else project_dir / "variants" / HOSTS_FILE
+    if path is None or not path.exists():
+        return ()
+    doc = load_yaml_file(path)
+    if not isinstance(doc.data, dict) or SECRETS_KEY not in doc.data:
+        return ()
+    return tuple(_SECRETS.check(doc.data[SECRETS_KEY], (SECRETS_KEY,), doc))
 
 
 def _host_from(

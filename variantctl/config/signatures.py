@@ -29,8 +29,9 @@ import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from variantctl.config.regexsafety import backtracking_risk
 from variantctl.config.schema import Bool, Check, Field, Int, ListOf, Str, Struct
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file, load_yaml_text
 from variantctl.errors import ConfigError
@@ -45,59 +46,23 @@ def _regex_problem(value: str) -> str | None:
         rx = compile_pattern(value)
     except re.error as exc:
         return f"invalid regular expression: {exc}"
-    nested = nested_repeat(rx.pattern)
-    if nested:
-        return (f"regular expression has a repetition inside a repetition ({nested}): on a "
-                "line that almost matches it backtracks exponentially and would hang "
-                "classify; repeat a single item instead (e.g. '(?:ab)+' not '(?:a+b?)+')")
+    family = backtracking_risk(rx.pattern)
+    if family:
+        return (f"regular expression can backtrack catastrophically ({family} in "
+                f"{_describe(rx.pattern)}): on a line that almost matches it tries "
+                "exponentially many ways and would hang classify; repeat a single item, "
+                "close a variable part with a delimiter it cannot match (e.g. "
+                "'(?:[^,]+,)+' not '(?:a+b?)+'), or keep alternatives apart")
     return None
 
 
 def nested_repeat(pattern: str) -> str | None:
-    """The first unbounded repeat that contains another unbounded repeat (``(a+)+``,
-    ``(\\w+\\s*)*``), the shape behind catastrophic backtracking; None when there is none.
-    (A literal space in a catalog pattern is ``\\s*``, so ``(\\w+ )+`` counts too.)"""
-    import importlib
-
-    # the stdlib's own regex parser (exact, no guessing; private, hence untyped)
-    sre: Any = importlib.import_module("re._parser")
-
-    def walk(items: Any, inside: bool) -> str | None:
-        for op, arg in items:
-            if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
-                _lo, hi, sub = arg
-                unbounded = hi == sre.MAXREPEAT or hi > 64
-                if unbounded and inside and op != sre.POSSESSIVE_REPEAT:
-                    return "nested"
-                found = walk(sub, inside or (unbounded and op != sre.POSSESSIVE_REPEAT))
-                if found:
-                    return found
-            elif op in (sre.SUBPATTERN, sre.ATOMIC_GROUP):
-                sub = arg[-1] if op == sre.SUBPATTERN else arg
-                found = walk(sub, inside and op != sre.ATOMIC_GROUP)
-                if found:
-                    return found
-            elif op == sre.BRANCH:
-                for branch in arg[1]:
-                    found = walk(branch, inside)
-                    if found:
-                        return found
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                found = walk(arg[1], inside)
-                if found:
-                    return found
-        return None
-
-    try:
-        tree = sre.parse(pattern)
-    except re.error:
-        return None
-    if walk(tree, False) is None:
-        return None
-    return _describe_nested(pattern)
+    """The pattern (shortened) when it can backtrack catastrophically
+    (:func:`variantctl.config.regexsafety.backtracking_risk`); None when it cannot."""
+    return _describe(pattern) if backtracking_risk(pattern) else None
 
 
-def _describe_nested(pattern: str) -> str:
+def _describe(pattern: str) -> str:
     return pattern if len(pattern) <= 60 else pattern[:57] + "..."
 
 

@@ -25,6 +25,7 @@ from variantctl.targets.process import (
     ProcInfo,
     StopResult,
     boot_id,
+    foreign_listener,
     http_status,
     listening_ports,
     occupant_of,
@@ -138,6 +139,9 @@ class ServerStatus:
     health: int | None
     #: the SLURM job behind the record (None for a process started on the host)
     job: JobInfo | None = None
+    #: who listens on the record's port when it is not the server's process group
+    #: (``pid 812 (python3 other.py)``): another server, never called healthy or measured
+    foreign: str | None = None
 
     @property
     def alive(self) -> bool:
@@ -149,6 +153,8 @@ class ServerStatus:
             return "stale"
         if self.job is not None and self.job.waiting:
             return "pending"
+        if self.foreign is not None:
+            return FOREIGN
         if self.job is not None and self.health != 200:
             # the job runs; its node's ports are not read, only /health is asked
             return f"unhealthy ({self.health})" if self.health else "starting"
@@ -157,6 +163,10 @@ class ServerStatus:
         if self.listening:
             return f"unhealthy ({self.health})" if self.health else "listening"
         return "starting"
+
+
+#: the state of a record whose port another process serves
+FOREIGN = "port-taken"
 
 
 def record_identity(record: ServerRecord) -> ProcIdentity | None:
@@ -192,8 +202,13 @@ def statuses(
         members = (members_of(table, rec.pid, record_identity(rec), boot)
                    if rec.pid is not None else ())
         listening = bool(members) and rec.port in ports
+        # the port counts only when the server's own process group listens there (what
+        # launch's watch checks): another process's /health is not this server's
+        other = (foreign_listener(target, rec.pid, rec.port)
+                 if probe and listening and rec.pid is not None else None)
         health = http_status(target, rec.port) if (probe and listening) else None
-        out.append(ServerStatus(rec, members, listening, health))
+        out.append(ServerStatus(rec, members, listening, health,
+                                foreign=other.describe_listener() if other else None))
     return out
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from variantctl.logs.model import Catalog as SignatureCatalog
     from variantctl.patching.model import Patchset
     from variantctl.runs.store import RunStore
+    from variantctl.secretmask import SecretRule
     from variantctl.sweeps.model import SweepSpec
     from variantctl.variants.model import ResolvedVariant
 
@@ -83,6 +84,14 @@ class Project:
         from variantctl.variants.resolve import resolve
 
         return resolve(self.variants, name, host=host, port=port)
+
+    @cached_property
+    def secrets(self) -> SecretRule:
+        """What is a secret here: every project's names plus ``secrets:`` of hosts.yaml."""
+        from variantctl.config.hosts import load_secret_names
+        from variantctl.secretmask import SecretRule
+
+        return SecretRule(load_secret_names(self.env.project_dir))
 
     # -- patchsets -----------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from variantctl.bench.metrics import NOT_MEASURABLE, burst_point
 from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, text
 
@@ -187,9 +188,11 @@ def ci_tables(results: Sequence[tuple[str, BenchResult]]) -> list[Table]:
             first.add_row(*([label] if several else []), str(c), str(len(lvs)), str(requests),
                           *(_ci(cis.get(k)) for k in ("output_throughput", "ttft_mean",
                                                       "ttft_p50", "ttft_p90", "ttft_p99")))
+            burst = burst_point(lvs)
             second.add_row(*([label] if several else []), str(c),
-                           *(_ci(cis.get(k)) for k in ("tpot_mean", "tpot_p50", "tpot_p90",
-                                                       "tpot_p99", "tps_p10", "tps_p50")))
+                           *(NOT_MEASURABLE if burst else _ci(cis.get(k))
+                             for k in ("tpot_mean", "tpot_p50", "tpot_p90", "tpot_p99",
+                                       "tps_p10", "tps_p50")))
     return [first, second]
 
 

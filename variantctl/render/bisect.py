@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, text
 from variantctl.render.sweep import plan_blocks
+from variantctl.secretmask import DEFAULT, SecretRule
 
 if TYPE_CHECKING:
     from variantctl.sweeps.bisect import Effect, Subset
@@ -40,7 +41,7 @@ def dry_run_blocks(bis: Bisection, plan: Plan, first: int, at_most: int) -> list
     for col in ("SETTING", "A", "B"):
         table.add_column(col)
     for s in bis.settings:
-        table.add_row(s.label, _value(s.a), _value(s.b))
+        table.add_row(s.label, _value(s.shown(s.a)), _value(s.shown(s.b)))
     return [text(_head(bis)), Block(table), text(_strategy_line(bis, first, at_most)),
             *[text(f"note: {n}") for n in bis.notes], *plan_blocks(plan, dry_run=True)]
 
@@ -136,7 +137,7 @@ def bisect_json(result: BisectResult) -> dict[str, Any]:
     }
 
 
-def dry_run_json(p: BisectPlan) -> JsonObject:
+def dry_run_json(p: BisectPlan, secrets: SecretRule = DEFAULT) -> JsonObject:
     """``bisect --dry-run --json``: the runs, the settings, the strategy, the cost and
     the first round's plan."""
     from variantctl.render.sweep import plan_json
@@ -145,4 +146,4 @@ def dry_run_json(p: BisectPlan) -> JsonObject:
     return {"dry_run": True, "a": bis.a.run_id, "b": bis.b.run_id, "host": bis.host,
             "strategy": bis.strategy, "settings": [s.to_json() for s in bis.settings],
             "launches": {"first_round": p.first_launches, "at_most": p.at_most},
-            "notes": list(bis.notes), "plan": plan_json(p.plan)}
+            "notes": list(bis.notes), "plan": plan_json(p.plan, secrets)}

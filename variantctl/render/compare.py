@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, MetricTest
+from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, NOISE_UNKNOWN, MetricTest
 from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block, rich_line, text
 from variantctl.report.compare import Comparison
 from variantctl.report.tables import ci_text
+from variantctl.secretmask import MASK
 from variantctl.variants.diff import format_value
 
 if TYPE_CHECKING:
@@ -33,15 +34,22 @@ def delta_text(m: MetricTest) -> tuple[str, str]:
 
 
 def decision_text(m: MetricTest) -> str:
+    if m.not_measurable:
+        return m.not_measurable
     if m.difference is None:
         return "undecided (no interval)"
+    if m.one_launch:
+        return "launch noise unknown"
     if not m.significant:
         return "within noise"
     return "B better" if m.better else "B worse"
 
 
 VERDICT_TEXT = {"b-faster": "B is faster", "b-slower": "B is slower",
-                "no-significant-difference": "no significant difference"}
+                "no-significant-difference": "no significant difference",
+                NOISE_UNKNOWN: "no winner claimed: one launch a side, so how much two "
+                               "launches of one configuration differ is unknown (bench "
+                               "--repeat 3 measures it)"}
 
 
 def metrics_table(c: Comparison) -> Table:
@@ -57,8 +65,10 @@ def metrics_table(c: Comparison) -> Table:
         h = HEADLINES[m.metric]
         pct, ci = delta_text(m)
         table.add_row("" if m.concurrency == last else str(m.concurrency),
-                      f"{h.heading} ({h.unit})", ci_text(m.a, _digits(m)),
-                      ci_text(m.b, _digits(m)), pct, ci, decision_text(m))
+                      f"{h.heading} ({h.unit})",
+                      *(("–", "–", "", "") if m.not_measurable else
+                        (ci_text(m.a, _digits(m)), ci_text(m.b, _digits(m)), pct, ci)),
+                      decision_text(m))
         last = m.concurrency
     return table
 
@@ -93,7 +103,8 @@ def comparison_blocks(c: Comparison) -> list[Block]:
         out.append(text("no configuration, patch, host or fact differs"))
     if c.also:
         out.append(text("also differs (cannot change performance): "
-                        + ", ".join(f"{ch.key}" for ch in c.also)))
+                        + ", ".join(f"{ch.group}.{ch.key} (secret: ***)" if ch.a == MASK
+                                    or ch.b == MASK else f"{ch.key}" for ch in c.also)))
     out += [text(f"note: {n}", err=True) for n in c.notes]
     return out
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from variantctl.logs.bounded import visible
 from variantctl.runs.run import RunRecord, as_object
 from variantctl.runs.store import RunDir
+from variantctl.secretmask import DEFAULT, SecretRule
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -37,8 +38,8 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def run_lines(d: RunDir, rec: RunRecord) -> list[str]:
-    """One run, in full, as plain lines."""
+def run_lines(d: RunDir, rec: RunRecord, secrets: SecretRule = DEFAULT) -> list[str]:
+    """One run, in full, as plain lines (a secret among the logged config ``***``)."""
     v = rec.verdict
     lines = [
         f"run {rec.run_id}  ({d.path})",
@@ -54,7 +55,7 @@ def run_lines(d: RunDir, rec: RunRecord) -> list[str]:
     for m in rec.expect:
         lines.append(f"expect FAIL {m.key}: expected {m.expected!r} "
                      f"({m.source}), log says {m.actual!r}")
-    config = as_object(rec.facts.get("config"))
+    config = secrets.mask_mapping(as_object(rec.facts.get("config")))
     facts = {k: v for k, v in rec.facts.items() if k != "config" and v not in (None, {}, [])}
     if facts:
         lines.append("facts: " + ", ".join(f"{k}={val}" for k, val in facts.items()))

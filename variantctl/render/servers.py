@@ -60,6 +60,7 @@ def ps_rows(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
                 "uptime_s": uptime_seconds(rec.started_at, now) if st.alive else None,
                 "state": st.state,
                 "health": st.health,
+                **({"foreign_listener": st.foreign} if st.foreign is not None else {}),
                 "processes": len(st.members),
                 "log": rec.log,
                 "started_at": rec.started_at,
@@ -102,6 +103,8 @@ def ps_blocks(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
 def _state_cell(row: dict[str, Any]) -> str:
     """The state, with a SLURM job's queue reason or node (``pending (Resources)``)."""
     job = row.get("job")
+    if row.get("foreign_listener"):
+        return f"{row['state']} (served by {row['foreign_listener']})"
     if job is None:
         return str(row["state"])
     if row["state"] == "pending":

@@ -12,6 +12,7 @@ from variantctl.errors import VariantctlError
 from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import visible
 from variantctl.render.output import Block, error_lines, text
+from variantctl.secretmask import DEFAULT, SecretRule
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
 if TYPE_CHECKING:
@@ -72,13 +73,14 @@ def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
     return blocks
 
 
-def plan_json(plan: Plan) -> JsonObject:
+def plan_json(plan: Plan, secrets: SecretRule = DEFAULT) -> JsonObject:
+    """The plan as JSON; a secret's value among a point's values is ``***``."""
     return {
         "sweep": plan.spec.name, "source": plan.spec.source, "hosts": list(plan.hosts),
         "eta_s": round(plan.eta_s, 1),
         "points": [{
             "index": p.point.index, "name": p.name, "base": p.point.base, "host": p.host,
-            "values": dict(p.point.values), "point_key": p.point_key, "run": p.run,
+            "values": secrets.mask_mapping(p.point.values), "point_key": p.point_key, "run": p.run,
             "skip": p.skip.to_json() if p.skip else None,
             "findings": [f.to_dict() for f in p.findings],
             "eta_s": round(p.eta_s, 1), "eta_source": p.eta_source,

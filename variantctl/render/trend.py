@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND
 from variantctl.render.output import Block, text
+from variantctl.report.labels import shorten
 from variantctl.report.tables import ci_text
 from variantctl.report.trend import Trend, TrendPoint
 from variantctl.variants.diff import format_value
@@ -51,9 +52,14 @@ def trend_table(t: Trend) -> Table:
 
 def trend_blocks(target: str, t: Trend) -> list[Block]:
     if not t.points:
-        return [text(f"{target}: no benchmark in its {len(t.skipped)} run(s)", err=True)]
+        return [text(f"{target}: no benchmark in its {len(t.skipped)} run(s)", err=True),
+                *[text(f"note: left out (damaged) {shorten(s, 300)}", err=True)
+                  for s in t.skipped if ": " in s]]
     out = [Block(trend_table(t)), text(MARKS_LEGEND)]
-    if t.skipped:
+    damaged = [s for s in t.skipped if ": " in s]
+    unlike = [s for s in t.skipped if ": " not in s]
+    if unlike:
         out.append(text(f"note: left out (benchmarked differently from the latest run): "
-                        f"{', '.join(t.skipped)}", err=True))
+                        f"{', '.join(unlike)}", err=True))
+    out += [text(f"note: left out (damaged) {shorten(s, 300)}", err=True) for s in damaged]
     return out

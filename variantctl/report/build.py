@@ -195,7 +195,7 @@ def roofline_section(series: Sequence[Series], report: ReportInput) -> Section |
 
 
 def build(report: ReportInput) -> ReportDoc:
-    series = series_of([r for r in report.runs if r.results])
+    series = series_of([r for r in report.runs if r.results], report.secrets)
     failed = [r for r in report.runs if r.record.verdict.kind not in UP]
     summary = (f"{len(report.runs)} run(s), {len(series)} benchmark(s), "
                f"{len(failed)} failed start(s), {len(report.skips)} skipped point(s).")

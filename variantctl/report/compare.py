@@ -19,6 +19,7 @@ from variantctl.bench.uncertainty import MetricTest, compare_points, verdict
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.report.model import RunInput
 from variantctl.report.series import points_of
+from variantctl.secretmask import DEFAULT, MASK, SecretRule
 from variantctl.variants.diff import UNSET, Setting, format_value
 
 #: resolved-variant fields that name or describe a run rather than decide it
@@ -29,6 +30,8 @@ _LADDER = frozenset({"concurrency", "repeat", "until_ci", "max_repeat"})
 #: settings that differ between any two launches and cannot change performance: shown
 #: apart, collapsed ("also differs"), so "what differs" lists only what can matter
 NOT_PERFORMANCE = frozenset({"port", "server_address", "config_line"})
+#: the groups whose keys are variable or argument names (a secret is one of them)
+_NAMED_GROUPS = frozenset({"args", "env", "host.env"})
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class Comparison:
     @property
     def verdicts(self) -> dict[int, str]:
         """Per concurrency, on output throughput: b-faster | b-slower |
-        no-significant-difference."""
+        no-significant-difference | noise-unknown (one launch a side)."""
         by_c: dict[int, list[MetricTest]] = {}
         for t in self.tests:
             by_c.setdefault(t.concurrency, []).append(t)
@@ -243,14 +246,28 @@ def setting_changes(a: RunInput, b: RunInput) -> list[SettingChange]:
     return changes
 
 
-def compare(a: RunInput, b: RunInput) -> Comparison:
+def _masked(c: SettingChange) -> SettingChange:
+    return SettingChange(c.group, c.key, UNSET if c.a is UNSET else MASK,
+                         UNSET if c.b is UNSET else MASK)
+
+
+def compare(a: RunInput, b: RunInput, secrets: SecretRule = DEFAULT) -> Comparison:
+    """``secrets``: a secret that differs is listed under "also differs" with ``***`` for
+    its values (that it differs is said, what it is never)."""
     a_sel, b_sel, notes = pick(a, b)
     changes = setting_changes(a, b)
     if a_sel and b_sel:
         changes += changes_in("bench", _shape(a_sel[-1][1]), _shape(b_sel[-1][1]))
     ra, rb = [r for _, r in a_sel], [r for _, r in b_sel]
     notes += _success_notes(ra, rb)
+
+    def secret(c: SettingChange) -> bool:
+        return c.group in _NAMED_GROUPS and secrets.is_secret_setting(f"{c.group}.{c.key}")
+
+    also = [c for c in changes if c.key in NOT_PERFORMANCE and not secret(c)]
+    also += [_masked(c) for c in changes if secret(c)]
     return Comparison(a, b, tuple(f for f, _ in a_sel), tuple(f for f, _ in b_sel),
                       tuple(metric_tests(ra, rb)),
-                      tuple(c for c in changes if c.key not in NOT_PERFORMANCE),
-                      tuple(notes), tuple(c for c in changes if c.key in NOT_PERFORMANCE))
+                      tuple(c for c in changes if c.key not in NOT_PERFORMANCE
+                            and not secret(c)),
+                      tuple(notes), tuple(also))

@@ -12,6 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from variantctl.report.model import RunInput
+from variantctl.secretmask import DEFAULT, MASK, SecretRule
+
+#: the longest label (a legend entry, a table cell) and the longest value in it
+LABEL_MAX = 120
+VALUE_MAX = 40
 
 #: common vLLM flags, shortened as people write them
 SHORT = {"enforce-eager": "eager", "max-num-seqs": "seqs", "tensor-parallel-size": "tp",
@@ -60,24 +65,40 @@ def _text(value: object, flag: bool) -> str:
     return text.rsplit("/", 1)[-1] if "/" in text else text
 
 
-def varying(runs: Sequence[RunInput]) -> list[str]:
-    """The settings whose value differs between the runs, in the order first seen."""
-    flats = [settings_of(r) for r in runs]
+def _varying(flats: Sequence[Mapping[str, object]]) -> list[str]:
     keys = list(dict.fromkeys(k for f in flats for k in f))
     return [k for k in keys if len({repr(f.get(k, _MISSING)) for f in flats}) > 1]
 
 
-def labels(runs: Sequence[RunInput]) -> dict[str, str]:
-    """Run id -> ``eager=off seqs=2``: the varying settings; empty when nothing varies."""
-    keys = varying(runs)
+def varying(runs: Sequence[RunInput]) -> list[str]:
+    """The settings whose value differs between the runs, in the order first seen."""
+    return _varying([settings_of(r) for r in runs])
+
+
+def shorten(text: str, limit: int = LABEL_MAX) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (the full value is in the
+    report's JSON / the run's record)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def labels(runs: Sequence[RunInput], secrets: SecretRule = DEFAULT) -> dict[str, str]:
+    """Run id -> ``eager=off seqs=2``: the varying settings; empty when nothing varies.
+
+    Linear in runs × settings (each run's settings flattened once); a secret's value is
+    ``***`` (:mod:`variantctl.secretmask`); each value is cut to :data:`VALUE_MAX` and the
+    label to :data:`LABEL_MAX` characters with an ellipsis."""
+    flats = [settings_of(r) for r in runs]
+    keys = _varying(flats)
+    # a flag: on/off (1 == True in Python: test the type, not the value)
+    flag = {k: all(f.get(k) is None or isinstance(f.get(k), bool) for f in flats)
+            for k in keys}
     out = {}
-    for r in runs:
-        flat = settings_of(r)
+    for r, f in zip(runs, flats, strict=True):
         words = []
         for k in keys:
-            values = [settings_of(o).get(k, _MISSING) for o in runs]
-            # a flag: on/off (1 == True in Python: test the type, not the value)
-            flag = all(v is None or v is _MISSING or isinstance(v, bool) for v in values)
-            words.append(f"{_short(k)}={_text(flat.get(k, _MISSING), flag)}")
-        out[r.run_id] = " ".join(words)
+            value = f.get(k, _MISSING)
+            shown = (MASK if secrets.is_secret_setting(k) and value not in (_MISSING, None)
+                     else shorten(_text(value, flag[k]), VALUE_MAX))
+            words.append(f"{_short(k)}={shown}")
+        out[r.run_id] = shorten(" ".join(words))
     return out

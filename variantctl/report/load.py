@@ -17,6 +17,7 @@ from variantctl.bench.model import BenchResult
 from variantctl.bench.stored import read_benchmark
 from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.hostmodel import GpuSpec
+from variantctl.jsonfields import StoredFileError
 from variantctl.jsontypes import JsonMapping
 from variantctl.report.model import ModelShape, Peaks, PlannedSkip, RunInput
 from variantctl.report.roofline import parse_model_shape
@@ -59,6 +60,26 @@ def load_run(store: RunStore, run_id: str, label: str | None = None,
                         if lv.breakdown is not None)
     return RunInput(record, tuple(results), tuple(bad), label, settings, note,
                     profiles=tuple(profiles))
+
+
+def load_runs(store: RunStore, run_ids: Sequence[str]
+              ) -> tuple[list[RunInput], list[str]]:
+    """Each run of a listing (``runs trend``); a damaged one — its record, or a benchmark
+    file it lists — is left out and named (``RUN: file: field …``) in the second list,
+    never dropped silently."""
+    runs: list[RunInput] = []
+    damaged: list[str] = []
+    for run_id in run_ids:
+        try:
+            run = load_run(store, run_id)
+        except StoredFileError as exc:
+            damaged.append(f"{run_id}: {exc.message}")
+            continue
+        if run.unreadable:
+            damaged.append(f"{run_id}: {run.unreadable[0]}")
+            continue
+        runs.append(run)
+    return runs, damaged
 
 
 def sweep_state_path(runs_dir: Path, name_or_path: str) -> Path | None:

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from variantctl.bench.model import BenchResult
 from variantctl.jsontypes import JsonMapping
 from variantctl.runs.run import RunRecord
+from variantctl.secretmask import DEFAULT, SecretRule
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,5 @@ class ReportInput:
     models: Mapping[str, ModelShape] = field(default_factory=_empty_models)
     #: when the report was made (ISO 8601), shown in its header
     created_at: str = ""
+    #: what is a secret (masked in labels): the project's rule
+    secrets: SecretRule = DEFAULT

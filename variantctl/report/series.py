@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from variantctl.bench.model import BenchResult, LevelResult, Stats
 from variantctl.bench.uncertainty import FigureCI, point_intervals
 from variantctl.report.model import RunInput
+from variantctl.secretmask import DEFAULT, SecretRule
 
 if TYPE_CHECKING:
     from variantctl.bench.gpu import Stat
@@ -146,7 +147,7 @@ def bench_label(result: BenchResult) -> str:
     return " ".join(words)
 
 
-def series_of(runs: Sequence[RunInput]) -> list[Series]:
+def series_of(runs: Sequence[RunInput], secrets: SecretRule = DEFAULT) -> list[Series]:
     """Every benchmark of every run as a series, labelled uniquely.
 
     The label is the settings that vary between the runs (``eager=off seqs=2``,
@@ -156,7 +157,7 @@ def series_of(runs: Sequence[RunInput]) -> list[Series]:
     """
     from variantctl.report.labels import labels
 
-    by_settings = labels(runs)
+    by_settings = labels(runs, secrets)
     raw: list[tuple[RunInput, str, BenchResult, str]] = []
     for run in runs:
         many = len(run.results) > 1

@@ -69,7 +69,7 @@ def capacity_lines(series: Sequence[Series]) -> tuple[str, ...]:
 
 def summary_lines(report: ReportInput) -> tuple[str, ...]:
     """One line per question; nothing when no run has a benchmark."""
-    series = series_of([r for r in report.runs if r.results])
+    series = series_of([r for r in report.runs if r.results], report.secrets)
     return winner_lines(series)
 
 
@@ -162,6 +162,9 @@ def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str
     d = test.difference
     if d is None:
         return text + " (untested: a side has no interval)"
+    if test.one_launch:  # requests of one launch a side: no winner can be claimed
+        return (f"{text}; launch-to-launch noise unknown (one launch a side): no winner "
+                f"claimed ({rival.label} {_signed(d.delta_pct)} % over requests)")
     verdict = "beyond the noise" if d.significant else "within the noise"
     return (f"{text}, {verdict} ({rival.label} {_signed(d.delta_pct)} %, 95 % CI "
             f"{_signed(d.lo_pct)} to {_signed(d.hi_pct)} %)")

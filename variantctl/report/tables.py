@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from variantctl.bench.metrics import NOT_MEASURABLE, burst_point
 from variantctl.bench.uncertainty import HEADLINES, MARKS_LEGEND, FigureCI
 from variantctl.report.model import PlannedSkip, RunInput
 from variantctl.report.series import METRICS, Figure, Series
@@ -98,10 +99,10 @@ def points_table(series: Sequence[Series]) -> Table:
                 f"{p.completed}/{total}" + (" partial" if p.partial else ""),
                 fig_text(p.fig(METRICS["success"][2]), 0),
                 ci_text(cis.get("ttft_p90"), 1),
-                ci_text(cis.get("tps_p10")),
-                ci_text(cis.get("tps_p50")),
+                *((NOT_MEASURABLE,) * 2 if burst_point(p.levels) else
+                  (ci_text(cis.get("tps_p10")), ci_text(cis.get("tps_p50")))),
                 ci_text(cis.get("output_throughput")),
-                ci_text(cis.get("tpot_mean"), 1),
+                NOT_MEASURABLE if burst_point(p.levels) else ci_text(cis.get("tpot_mean"), 1),
             ))
     return Table(
         "Per point",

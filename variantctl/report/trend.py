@@ -69,17 +69,19 @@ class Trend:
                 "points": [p.to_json() for p in self.points], "skipped": list(self.skipped)}
 
 
-def trend(runs: Sequence[RunInput], metric: str = "output_throughput") -> Trend:
-    """``runs`` in time order (created_at); each concurrency's figure run by run."""
+def trend(runs: Sequence[RunInput], metric: str = "output_throughput",
+          damaged: Sequence[str] = ()) -> Trend:
+    """``runs`` in time order (created_at); each concurrency's figure run by run.
+    ``damaged``: runs that could not be read (``RUN: why``), listed first in ``skipped``."""
     if metric not in HEADLINES:
         raise ValueError(f"unknown metric {metric!r}")
     ordered = sorted((r for r in runs if r.results),
                      key=lambda r: (r.record.created_at, r.record.seq))
     if not ordered:
-        return Trend(metric, (), ())
+        return Trend(metric, (), (), tuple(damaged))
     latest = ordered[-1]
     used: list[tuple[RunInput, list[BenchResult]]] = []
-    skipped: list[str] = []
+    skipped: list[str] = list(damaged)
     for r in ordered:
         # the benchmarks sent like the latest run's latest (compare's rule; pooled)
         _, alike, notes = pick(latest, r)

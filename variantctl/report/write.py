@@ -18,6 +18,7 @@ from variantctl.logs.model import Catalog
 from variantctl.report.model import PlannedSkip, ReportInput, RunInput
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.store import RunStore, write_local_atomic
+from variantctl.secretmask import DEFAULT, SecretRule
 
 #: every plot a report may draw (build.py), for clearing an earlier report's leftovers
 _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
@@ -50,7 +51,8 @@ def _remediation(catalog: Catalog, signature: str) -> str:
 
 
 def gather(env: Environment, sources: Sequence[str], title: str | None, *,
-           signatures: Catalog, hosts: Mapping[str, Host]) -> tuple[ReportInput, str]:
+           signatures: Catalog, hosts: Mapping[str, Host],
+           secrets: SecretRule = DEFAULT) -> tuple[ReportInput, str]:
     """The report's input from sweep names/state files and run ids, and a name for it.
 
     ``signatures`` (the command's one catalog, the project's own signatures included)
@@ -101,7 +103,7 @@ def gather(env: Environment, sources: Sequence[str], title: str | None, *,
         title=title or _title(sweeps, unique),
         runs=tuple(unique), skips=tuple(skips), sweep=", ".join(sweeps) or None,
         peaks=peaks, models=model_shapes(unique),
-        created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"))
+        created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"), secrets=secrets)
     return data, name
 
 

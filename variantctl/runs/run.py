@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypeAlias, overload
+from typing import Any, TypeAlias, overload
 
 from variantctl.jsonfields import Fields, StoredFileError, kind_of
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
@@ -259,8 +259,8 @@ class RunRecord:
             key=r.text("key"),
             variant_name=r.text("variant_name"),
             created_at=r.text("created_at", ""),
-            variant=freeze_object(r.mapping("variant")),
-            host=freeze_object(r.mapping("host")),
+            variant=freeze_object(_settings(r.obj("variant"), ("args", "env", "expect"))),
+            host=freeze_object(_settings(r.obj("host"), ("env",))),
             script=r.text("script", ""),
             server=_freeze_opt(r.opt_mapping("server")),
             patches=_patches(r),
@@ -286,6 +286,18 @@ def _verdict_kind(v: Fields) -> VerdictKind:
     except ValueError:
         raise v.error("verdict", f"{text!r} is not a verdict (one of "
                       f"{', '.join(k.value for k in VerdictKind)})") from None
+def _settings(section: Fields, keyed: tuple[str, ...]) -> Mapping[str, Any]:
+    """The variant's (or host's) sections that compare, bisect, trend and report read as
+    settings, checked here once: each an object of name -> a scalar or a list of scalars
+    (``variant.args`` named when it is a list, not a TypeError later)."""
+    for key in keyed:
+        values = section.opt_mapping(key) or {}
+        for name, value in values.items():
+            items = value if isinstance(value, list) else [value]
+            if not all(v is None or isinstance(v, (str, int, float, bool)) for v in items):
+                raise section.error(f"{key}.{name}", "should be a scalar or a list of "
+                                    "scalars")
+    return section.data
 
 
 def _patches(r: Fields) -> Mapping[str, PatchEntry]:

@@ -28,6 +28,7 @@ from variantctl.bench.model import LevelResult
 from variantctl.bench.uncertainty import compare_points
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
 from variantctl.runs.run import as_object
+from variantctl.secretmask import DEFAULT, MASK, SecretRule
 
 #: the most settings bisected one at a time (then pairs); more are halved
 GREEDY_MAX = 4
@@ -51,13 +52,20 @@ class Setting:
     key: str
     a: Json
     b: Json
+    #: a secret's values (variantctl.secretmask) are shown as ``***``, used as they are
+    secret: bool = False
 
     @property
     def label(self) -> str:
         return f"{self.section}.{self.key}"
 
+    def shown(self, value: Json) -> Json:
+        """``value`` as printed: ``***`` for a secret's (unset stays None)."""
+        return MASK if self.secret and value is not None else _plain(value)
+
     def to_json(self) -> JsonObject:
-        return {"setting": self.label, "a": _plain(self.a), "b": _plain(self.b)}
+        return {"setting": self.label, "a": self.shown(self.a), "b": self.shown(self.b),
+                **({"secret": True} if self.secret else {})}
 
 
 def _plain(value: Json) -> Json:
@@ -66,7 +74,8 @@ def _plain(value: Json) -> Json:
     return value
 
 
-def settings_between(a: JsonMapping, b: JsonMapping
+def settings_between(a: JsonMapping, b: JsonMapping,
+                     secrets: SecretRule = DEFAULT
                      ) -> tuple[tuple[Setting, ...], tuple[str, ...]]:
     """The settings two stored variants (``ResolvedVariant.to_dict``) differ in, and the
     other configuration keys they differ in that bisect cannot vary (``command``,
@@ -77,7 +86,8 @@ def settings_between(a: JsonMapping, b: JsonMapping
         for key in sorted({*sa, *sb}):
             va, vb = _plain(sa.get(key)), _plain(sb.get(key))
             if va != vb or type(va) is not type(vb):
-                out.append(Setting(section, str(key), va, vb))
+                out.append(Setting(section, str(key), va, vb,
+                                   secrets.is_secret_setting(f"{section}.{key}")))
     ra, rb = _names(a.get("requires")), _names(b.get("requires"))
     for name in sorted(ra ^ rb):
         out.append(Setting("requires", name, name in ra, name in rb))

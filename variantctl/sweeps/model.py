@@ -9,6 +9,7 @@ from types import MappingProxyType
 from variantctl.benchparams import BenchParams
 from variantctl.jsontypes import JsonObject
 from variantctl.runs.identity import Measured
+from variantctl.secretmask import DEFAULT, SecretRule
 
 #: a grid key: ``args.<flag>`` or ``env.<NAME>``; ``base`` in exclusions/includes
 GridKey = str
@@ -87,9 +88,11 @@ class GridPoint:
     base: str
     values: Mapping[GridKey, GridValue] = field(default_factory=_empty)
 
-    def label(self) -> str:
-        """``max-num-seqs=2 enforce-eager=false`` (keys without their section)."""
-        parts = [f"{k.split('.', 1)[1]}={_show(v)}" for k, v in self.values.items()]
+    def label(self, secrets: SecretRule = DEFAULT) -> str:
+        """``max-num-seqs=2 enforce-eager=false`` (keys without their section; a secret's
+        value ``***``)."""
+        parts = [f"{k.split('.', 1)[1]}={_show(secrets.mask(k, v))}"
+                 for k, v in self.values.items()]
         return " ".join(parts) or "(base)"
 
 

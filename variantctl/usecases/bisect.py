@@ -74,7 +74,7 @@ def load_bisection(project: Project, run_a: str, run_b: str) -> Bisection:
         raise _bad(f"run {a.run_id} ran on host {host_a} and run {b.run_id} on host {host_b}: "
                    "bisect measures both configurations on one host",
                    hint="bisect two runs of one host (variantctl runs lists them)")
-    settings, other = settings_between(a.record.variant, b.record.variant)
+    settings, other = settings_between(a.record.variant, b.record.variant, project.secrets)
     if other:
         what = ", ".join(other)
         hint = ("bisect varies args, env and patchsets on one vLLM install; compare the "

@@ -53,36 +53,38 @@ def show_run(env: Environment, run_id: str) -> tuple[RunDir, RunRecord]:
 def trend_of(env: Environment, target: str, metric: str) -> Trend:
     """The runs of configuration key (or variant) ``target``, figure by figure."""
     from variantctl.errors import NotFoundError
-    from variantctl.report.load import load_run
+    from variantctl.report.load import load_runs
     from variantctl.report.trend import trend as make_trend
     from variantctl.runs.store import RunStore
 
     store = RunStore(env.runs_dir)
     ids = [d.run_id for d in store.of_key(target)]
     if not ids:
-        ids = [d.run_id for d, row in store.summaries()
-               if "error" not in row and row.get("variant") == target]
+        # a damaged record has no variant name: its directory's says whose it was
+        ids = [d.run_id for d, row in store.summaries() if row.get("variant") == target]
     if not ids:
         raise NotFoundError(f"no run of variant or configuration key {target!r} in "
                             f"{store.root}",
                             hint=HINT_TREND)
-    return make_trend([load_run(store, i) for i in ids], metric)
+    runs, damaged = load_runs(store, ids)
+    return make_trend(runs, metric, damaged)
 
 
-def compare_runs(env: Environment, run_a: str, run_b: str) -> Comparison:
-    """Two runs' benchmarks compared, beside what differs between them."""
+def compare_runs(project: Project, run_a: str, run_b: str) -> Comparison:
+    """Two runs' benchmarks compared, beside what differs between them (a secret that
+    differs is said to, with its values masked: the project's secret rule)."""
     from variantctl.jsonfields import StoredFileError
     from variantctl.report.compare import compare
     from variantctl.report.load import load_run
     from variantctl.runs.store import RunStore
 
-    store = RunStore(env.runs_dir)
+    store = RunStore(project.env.runs_dir)
     a, b = load_run(store, run_a), load_run(store, run_b)
     for run in (a, b):
         if run.unreadable:  # a comparison without its numbers would mislead
             raise StoredFileError(f"{run.unreadable[0]}",
                                   hint=HINT_COMPARE.format(run=run.run_id))
-    return compare(a, b)
+    return compare(a, b, project.secrets)
 
 
 @dataclass(frozen=True)
@@ -123,5 +125,5 @@ def make_report(project: Project, sources: Sequence[str], fmt: str, out: Path | 
     from variantctl.report.write import gather, write_report
 
     data, name = gather(project.env, sources, title, signatures=project.signatures,
-                        hosts=project.hosts)
+                        hosts=project.hosts, secrets=project.secrets)
     return data, write_report(project.env, data, fmt, out, name)

@@ -93,3 +93,20 @@ def test_turns_carry_the_history_in_order_with_conversations_in_parallel(
 def test_bad_turns_are_refused(run_cli: Run, args: list[str], what: str) -> None:
     res = run_cli(["bench", "--url", "http://127.0.0.1:9", *args])
     assert res.code == ExitCode.USAGE and what in res.stderr, res.output
+
+
+def test_only_the_prefixes_the_requests_use_are_built(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from variantctl.bench import workloads
+    built: list[int] = []
+    real = workloads.shared_prefixes
+
+    async def counting(tok, *, k: int, n_tokens: int, seed: int) -> list[str]:  # type: ignore[no-untyped-def]
+        built.append(k)
+        return await real(tok, k=k, n_tokens=n_tokens, seed=seed)
+
+    monkeypatch.setattr(workloads, "shared_prefixes", counting)
+    params = BenchParams(endpoint="completions", prompt="short", prefix_len=5,
+                         prefixes=10_000)
+    reqs = asyncio.run(prepare(url, params, 2, model="fake-model"))
+    assert built == [2] and len(reqs) == 2

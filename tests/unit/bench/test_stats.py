@@ -125,7 +125,10 @@ def test_compare_points_same_and_different_configurations() -> None:
     tests = uncertainty.compare_points(4, slower[:1], a[:1])
     thr = next(t for t in tests if t.metric == "output_throughput")
     assert thr.difference.method == "bootstrap" and thr.to_json()["n_a"] == 40
-    assert uncertainty.verdict(tests) == "b-faster"
+    # B is faster over these requests, but one launch a side cannot tell a winner
+    # (launch-to-launch noise is unknown: issue 32)
+    assert thr.significant and thr.one_launch
+    assert uncertainty.verdict(tests) == uncertainty.NOISE_UNKNOWN
     ttft = next(t for t in tests if t.metric == "ttft_mean")
     assert ttft.better is True  # lower TTFT in B
 

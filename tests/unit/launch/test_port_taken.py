@@ -77,3 +77,31 @@ def test_the_listener_is_told_from_the_process_tables(tmp_path: Path) -> None:
         assert other is not None and other.pid == pid
         assert "fake_openai_server" in other.describe_listener()
     assert listener_pids(target, port) == set()  # nothing listens any more
+
+
+def test_ps_and_bench_never_take_another_server_for_the_variants(
+        run_cli: Run, project: Path, tmp_path: Path) -> None:
+    # the launched server never binds (its gate never opens) while another serves its port
+    write_fake_variant(project, "late", {"ttft-ms": 10, "itl-ms": 5,
+                                         "bind-after": tmp_path / "never"})
+    launched = run_cli(["launch", "late", "--no-wait", "--json"], project=project)
+    assert launched.code == 0, launched.output
+    port = json.loads(launched.stdout)["port"]
+    asked = tmp_path / "other-requests.log"
+    with fake_openai_server.spawn("--port", str(port), "--request-log", str(asked)):
+        ps = run_cli(["ps", "--json"], project=project)
+        assert ps.code == 0, ps.output
+        (row,) = [r for r in json.loads(ps.stdout)["servers"] if r["variant"] == "late"]
+        assert row["state"] == "port-taken" and "fake_openai_server" in row["foreign_listener"]
+        text = run_cli(["ps"], project=project)
+        assert "healthy" not in text.stdout and "port-taken (served by pid" in text.stdout
+        bench = run_cli(["bench", "late", "--requests", "2", "--warmup", "off"],
+                        project=project)
+        assert bench.code == ExitCode.CONFLICT, bench.output
+        assert f"port {port} is served by pid" in bench.stderr
+        assert "refusing to measure another server" in bench.stderr
+        profile = run_cli(["bench", "late", "--profile", "--requests", "2", "--warmup", "off"],
+                          project=project)
+        assert profile.code == ExitCode.CONFLICT, profile.output
+    # nothing was measured: the other server got no completion request
+    assert "POST" not in asked.read_text()

@@ -6,6 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
+from variantctl.config.regexsafety import backtracking_risk
 from variantctl.logs.bounded import CUT_MARKER, ReadStats, bounded_lines, visible
 
 
@@ -88,4 +91,37 @@ def test_catastrophic_user_regex_is_refused_at_load(tmp_path: Path, run_cli) -> 
     res = run_cli(["classify", "--signatures", str(sigs), str(log)])
     assert time.monotonic() - start < 10
     assert res.code == 2
-    assert "bad.yaml:6" in res.stderr and "repetition inside a repetition" in res.stderr
+    assert "bad.yaml:6" in res.stderr and "nested repetition" in res.stderr
+
+
+@pytest.mark.parametrize(("pattern", "family"), [
+    (r"(\d|\d\d)+$", "nested repetition"),
+    ("(a{1,30}){1,30}$", "counted repetition"),
+    ("(.*a){20}$", "counted repetition"),
+    (r"(\w+\s?){1,60}$", "counted repetition"),
+    ("(a|a)+$", "overlapping alternation"),
+    (r"(x|xy|\w)*z", "overlapping alternation"),
+])
+def test_every_backtracking_family_is_refused_at_load(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_cli, pattern: str, family: str) -> None:
+    sigs = tmp_path / "sigs"
+    sigs.mkdir()
+    (sigs / "bad.yaml").write_text(
+        "signatures:\n"
+        "  - id: evil\n"
+        "    title: t\n"
+        "    kind: failed\n"
+        "    keywords: [aaaa]\n"
+        f"    patterns: ['{pattern}']\n"
+        "    message: m\n")
+    log = tmp_path / "x.log"
+    log.write_text("a" * 40 + "!\n")
+    res = run_cli(["classify", "--signatures", str(sigs), str(log)])
+    assert res.code == 2
+    assert "bad.yaml:6" in res.stderr and family in res.stderr
+
+
+@pytest.mark.parametrize("pattern", [r"(?:[^,]+,){0,3}end", r"(\d{1,3}\.){3}\d+",
+                                     "(foo|foobar)*x", "(a|ab)*c", "(?>a+)+b", r"(\w|\d)+"])
+def test_unambiguous_repetition_still_loads(pattern: str) -> None:
+    assert backtracking_risk(pattern) is None

@@ -70,7 +70,12 @@ def test_one_repeat_a_side_is_tested_over_requests() -> None:
     thr = next(t for t in c.tests if t.metric == "output_throughput" and t.concurrency == 1)
     assert thr.difference is not None and thr.difference.method == "bootstrap"
     assert (thr.a.n, thr.b.n) == (40, 40) and thr.a.marks == "*"
-    assert thr.significant and c.verdicts[1] == "b-slower"
+    # slower over these requests, but one launch a side claims no winner (issue 32)
+    assert thr.significant and c.verdicts[1] == "noise-unknown"
+    from variantctl.render.compare import comparison_blocks, decision_text
+    assert decision_text(thr) == "launch noise unknown"
+    said = "\n".join(str(getattr(b, "renderable", b)) for b in comparison_blocks(c))
+    assert "no winner claimed: one launch a side" in said and "B is slower" not in said
 
 
 def test_levels_without_requests_or_repeats_are_left_undecided() -> None:
