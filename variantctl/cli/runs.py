@@ -1,6 +1,9 @@
-"""``variantctl runs [--variant V] [--verdict K] [--json]`` and ``runs show ID``."""
+"""``variantctl runs [--variant V] [--verdict K] [--json]``, ``runs show ID``, ``runs export``
+and ``runs import``."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -58,6 +61,39 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
         print_json(env, {"run": {"dir": str(d.path), **rec.to_json()}})
         return
     emit(env, [text(line) for line in run_lines(d, rec)])
+
+
+@runs.command("export")
+@click.argument("run_ids", nargs=-1, metavar="RUN...")
+@click.option("--sweep", "sweep", metavar="NAME",
+              help="Also every run of this sweep (its name or state file).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]),
+              required=True, help="csv and jsonl: standard library; parquet: the "
+                                  "variantctl[parquet] extra (pyarrow).")
+@click.option("--per", "per", type=click.Choice(["level", "request"]), default="level",
+              show_default=True,
+              help="level: one row per concurrency of each benchmark, every headline figure "
+                   "with its 95 % CI and n; request: one row per request.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The file to write (replaced atomically).")
+@json_option
+@pass_env
+def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: str, per: str,
+           out: Path, as_json: bool) -> None:
+    """Stored runs as a table for a notebook or a spreadsheet (docs/report.md, "Export")."""
+    from variantctl.cli.output import emit, print_json
+    from variantctl.interop.export import export as write_export
+    from variantctl.render.output import text
+    from variantctl.runs.store import RunStore
+
+    done = write_export(RunStore(env.runs_dir), run_ids, sweep, fmt=fmt, per=per,
+                        out=out.expanduser())
+    if as_json:
+        print_json(env, {"file": str(done.path), "format": done.format, "per": done.per,
+                         "rows": done.rows, "columns": list(done.columns)})
+        return
+    emit(env, [text(f"wrote {done.path}: {done.rows} rows ({done.per}), "
+                    f"{len(done.columns)} columns")])
 
 
 def _add_trend() -> None:
