@@ -4,11 +4,16 @@ and ``runs import``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    from variantctl.hostmodel import Host
+    from variantctl.variants.model import ResolvedVariant
 
 
 @click.group("runs", invoke_without_command=True)
@@ -96,10 +101,64 @@ def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: s
                     f"{len(done.columns)} columns")])
 
 
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--from", "tool", type=click.Choice(["vllm", "guidellm", "aiperf"]),
+              required=True,
+              help="vllm: vllm bench serve --save-result JSON (0.6 on); guidellm: its "
+                   "benchmarks JSON; aiperf: profile_export_aiperf.json.")
+@click.option("--variant", "variant", metavar="NAME",
+              help="The variant it measured: the project's definition is recorded when it "
+                   "has one (compare then diffs settings); else only the name "
+                   "(default <tool>-import).")
+@click.option("--tool-version", "version", metavar="VERSION",
+              help="The tool's version, for files that do not say (vllm, aiperf).")
+@json_option
+@pass_env
+def import_run(env: Environment, file: Path, tool: str, variant: str | None,
+            version: str | None, as_json: bool) -> None:
+    """Another tool's result file as a run with its benchmark (docs/report.md, "Import")."""
+    from variantctl.cli.output import emit, print_json
+    from variantctl.interop.importrun import import_file
+    from variantctl.render.output import text
+    from variantctl.runs.store import RunStore
+
+    resolved, host = _known_variant(env, variant)
+    done = import_file(RunStore(env.runs_dir), file.expanduser(), tool, name=variant,
+                       variant=resolved, host=host, version=version, now=env.now())
+    imp = done.result.imported
+    if as_json:
+        print_json(env, {"run_id": done.run.run_id, "dir": str(done.run.path),
+                         "bench_file": done.bench_file,
+                         "imported": imp.to_json() if imp else None,
+                         "levels": len(done.result.levels)})
+        return
+    emit(env, [text(f"imported {file} as run {done.run.run_id} "
+                    f"({done.record.variant_name}, {len(done.result.levels)} levels, "
+                    f"{imp.tool if imp else tool} {imp.version if imp else ''})")])
+
+
+def _known_variant(env: Environment, name: str | None
+                   ) -> tuple[ResolvedVariant | None, Host | None]:
+    """The project's variant ``name`` and its host, when the project defines it."""
+    if name is None or env.project_dir is None:
+        return None, None
+    from variantctl.errors import NotFoundError
+    from variantctl.project.loaded import Project
+
+    project = Project(env)
+    try:
+        resolved = project.resolve(name)
+    except NotFoundError:
+        return None, None
+    return resolved, project.hosts.get(resolved.host)
+
+
 def _add_trend() -> None:
     from variantctl.cli.trend import trend
 
     runs.add_command(trend)
+    runs.add_command(import_run)  # `import` is a keyword: the function has another name
 
 
 _add_trend()

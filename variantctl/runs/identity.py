@@ -161,6 +161,14 @@ def unresolved_launch_key(name: str, host: Host) -> str:
     return content_key({"name": name}, host_identity(host), {}, None)
 
 
+def import_key(variant_view: Mapping[str, Any], host: Mapping[str, Any], tool: str,
+               sha256: str) -> str:
+    """The key of a run ``runs import`` made from another tool's result file: the
+    variant and host it is recorded for, the tool and the file's sha256 (the same file
+    imported again is the same key, the next sequence number)."""
+    return content_key(variant_view, host, {}, {"imported": tool, "sha256": sha256})
+
+
 def point_key(variant: ResolvedVariant, host: Host | str, measured: Measured) -> str:
     """A sweep point's key in its state file (``--resume`` matches finished points by
     it, so an edited grid or bench section reruns what changed)."""
