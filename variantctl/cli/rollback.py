@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import patchset_names
 from variantctl.cli.patchcommon import (
     load,
     render_per_host,
@@ -16,7 +17,7 @@ from variantctl.env import Environment
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=patchset_names)
 @root_options
 @click.option("--force", is_flag=True,
               help="If a file changed since it was patched (or has no backup), revert it with "

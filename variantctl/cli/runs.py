@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import run_ids
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
 
 
 @runs.command("show")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=run_ids)
 @json_option
 @pass_env
 def show(env: Environment, run_id: str, as_json: bool) -> None:
@@ -69,7 +70,7 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
 
 
 @runs.command("export")
-@click.argument("run_ids", nargs=-1, metavar="RUN...")
+@click.argument("run_ids", nargs=-1, metavar="RUN...", shell_complete=run_ids)
 @click.option("--sweep", "sweep", metavar="NAME",
               help="Also every run of this sweep (its name or state file).")
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]),

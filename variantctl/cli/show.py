@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @click.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=variant_names)
 @click.option("--origin", is_flag=True, help="Show which file (file:line) set each value.")
 @json_option
 @pass_env
