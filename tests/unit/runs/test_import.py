@@ -8,6 +8,7 @@ serve`` client wrote."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -230,3 +231,30 @@ def test_a_damaged_file_names_the_field(run_cli: Run, project: Path) -> None:
     res = run_cli(["runs", "import", str(path), "--from", "vllm"], project=project)
     assert res.code == 2 and "not valid JSON" in res.stderr, res.output
     assert len(list((project / "runs").iterdir())) == 1
+
+
+def test_a_figure_the_file_lacks_is_absent_not_a_number(run_cli: Run, project: Path) -> None:
+    """A later vLLM's default file (no --save-detailed: no per-request lists, p99 only):
+    TTFT P90 is nowhere — compare leaves it out and its JSON stays strict JSON."""
+    path = project / "agg.json"
+    doc = vllm_06(path, concurrency=2)
+    for key in ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"):
+        del doc[key]
+    doc["failed"] = 1
+    path.write_text(json.dumps(doc))
+    rid = _import(run_cli, project, path, "vllm")["run_id"]
+    res = run_cli(["compare", "aaaaaaaaaa-1", rid, "--json"], project=project)
+    assert res.code == 0, res.output
+
+    def strict(c: str) -> None:
+        raise AssertionError(f"{c} in compare --json")
+
+    rows = json.loads(res.stdout, parse_constant=strict)["compare"]["rows"]
+    metrics = {r["metric"] for r in rows if r["level"] == 2}
+    assert "ttft_mean" in metrics and "ttft_p99" in metrics and "ttft_p90" not in metrics
+    out = project / "agg.csv"
+    assert run_cli(["runs", "export", rid, "--format", "csv", "--out", str(out)],
+                   project=project).code == 0
+    (row,) = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert row["ttft_p90"] == "" and float(row["ttft_mean"]) == 59.0
+    assert row["ttft_mean_method"] == "none"
