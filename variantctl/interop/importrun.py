@@ -112,7 +112,7 @@ def import_file(store: RunStore, path: Path, tool: str, *, name: str | None,
                            message=f"imported from {path.name} ({what})"),
         facts={"imported": {"tool": tool, "version": result.imported.version
                             if result.imported else "unknown",
-                            "file": str(path), "sha256": digest}},
+                            "file": str(path.resolve()), "sha256": digest}},
         created_at=now.isoformat())
     store.write(run.path, record)
     bench_path = store.attach_benchmark(run.path, result, now)

@@ -105,6 +105,11 @@ def level_table(runs: Sequence[RunInput]) -> Table:
     return Table(columns, tuple(rows))
 
 
+def _after(send: float | None, offset: float, known: bool) -> float | None:
+    """``send + offset`` (seconds from the level's start), None when either is unknown."""
+    return None if send is None or not known else send + offset
+
+
 def request_table(runs: Sequence[RunInput]) -> Table:
     """One row per request of every level of every benchmark of ``runs``: when it was sent,
     its first token and its end (seconds from its level's start), tokens and error."""
@@ -113,11 +118,15 @@ def request_table(runs: Sequence[RunInput]) -> Table:
         source = imported_from(s)
         for lv in s.result.levels:
             for r in lv.requests:
-                first = r.start_s + r.ttft_s if r.ok or r.chunk_offsets_s else None
+                got_first = r.ok or bool(r.chunk_offsets_s)
+                # an imported file may not say when a request was sent (vLLM 0.6): empty
+                send = _finite(r.start_s)
                 rows.append((
                     s.run.run_id, s.run.record.variant_name, s.file, source,
-                    lv.concurrency, lv.repeat, r.index, r.ok, r.start_s, first, r.end_s,
-                    r.queue_s, r.ttft_s * 1000.0 if first is not None else None,
+                    lv.concurrency, lv.repeat, r.index, r.ok, send,
+                    _after(send, r.ttft_s, got_first), _after(send, r.latency_s, True),
+                    r.queue_s,
+                    r.ttft_s * 1000.0 if got_first else None,
                     r.latency_s * 1000.0 if r.ok else None, r.prompt_tokens,
                     r.output_tokens, r.cached_tokens, r.error, r.error_detail))
     return Table(REQUEST_COLUMNS, tuple(rows))

@@ -24,6 +24,8 @@ key                       what is in it                                         
                           fingerprint of each patchset the variant requires (an
                           edited patchset is a new configuration); no bench, no
                           root state
+**import key**             the variant and host a ``runs import`` run is recorded  the run id
+(:func:`import_key`)      for, the tool and the sha256 of the imported file       of an import
 ========================  =====================================================  ===========
 
 Never in a key: the variant's name, description, tags and origins (``launch_view``

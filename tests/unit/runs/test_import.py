@@ -151,6 +151,12 @@ def test_vllm_06_result_keeps_its_figures_and_requests(run_cli: Run, project: Pa
     assert len(lv.requests) == 20 and not lv.requests[19].ok
     assert lv.requests[19].error_detail == "boom"
     assert m.output_tps.count == 19  # vLLM does not report it: from the requests
+    out = project / "req.csv"
+    assert run_cli(["runs", "export", doc["run_id"], "--per", "request", "--format", "csv",
+                    "--out", str(out)], project=project).code == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 20 and rows[0]["send_s"] == rows[0]["end_s"] == ""  # 0.6: unknown
+    assert float(rows[0]["ttft_ms"]) == pytest.approx(50.0) and rows[19]["ok"] == "false"
 
 
 def test_imports_compare_with_a_variantctl_run_and_export(run_cli: Run, project: Path) -> None:
