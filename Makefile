@@ -11,7 +11,7 @@ export VARIANTCTL_CACHE := $(CACHE)
 export VARIANTCTL_VLLM_PYTHON := $(VLLM_VENV)/bin/python
 export VARIANTCTL_TINY_MODEL := $(TINY_MODEL)
 
-.PHONY: test demo lint typecheck unit venv vllm sshd slurm chromium bench clean
+.PHONY: test demo lint typecheck wheel unit venv vllm sshd slurm chromium bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# the sdist and wheel as users get them, the wheel run from a fresh venv outside the
+# checkout (--version, --help, classify); ~15-20 s, pip's cache reused
+wheel: venv
+	bash scripts/check-wheel.sh $(VENV)
+
 #: pytest-xdist workers. Three on 2 cores: much of a test's time is spent waiting (on
 #: a server's start, a subprocess, a socket), so three keep both cores busy (idle 5 %),
 #: and the suite is CPU-bound: a fourth only adds contention (measured from fresh
@@ -56,19 +61,19 @@ unit: venv
 
 # Each step's time at the end; pytest itself prints the time and real vLLM server
 # starts per tier (tests/support/suiteclock.py).
-# ruff and mypy run beside pytest (their output is printed after it): neither needs
-# the other, and mypy's minute on a fresh clone would otherwise come first.
+# ruff, mypy and the wheel check run beside pytest (their output is printed after it):
+# none needs the others, and mypy's minute on a fresh clone would otherwise come first.
 test: venv
 	@set -e; t0=$$(date +%s); \
 	$(MAKE) --no-print-directory vllm sshd slurm chromium; t1=$$(date +%s); \
 	lint=$$(mktemp); \
-	( s=$$(date +%s); rc=0; $(MAKE) --no-print-directory lint typecheck >$$lint 2>&1 || rc=$$?; \
+	( s=$$(date +%s); rc=0; $(MAKE) --no-print-directory lint typecheck wheel >$$lint 2>&1 || rc=$$?; \
 	  echo "$$rc $$(( $$(date +%s) - s ))" >$$lint.rc ) & \
 	rc=0; $(VENV)/bin/pytest -q $(PARALLEL) || rc=$$?; t2=$$(date +%s); \
 	wait; cat $$lint; read lrc lsec <$$lint.rc; rm -f $$lint $$lint.rc; \
-	echo "make test: set-up $$((t1-t0))s, ruff + mypy $${lsec}s (beside pytest)," \
+	echo "make test: set-up $$((t1-t0))s, ruff + mypy + wheel $${lsec}s (beside pytest)," \
 	     "pytest $$((t2-t1))s (per tier above), in all $$((t2-t0))s"; \
-	if [ $$lrc -ne 0 ]; then echo "make test: ruff or mypy failed (above)"; exit $$lrc; fi; \
+	if [ $$lrc -ne 0 ]; then echo "make test: ruff, mypy or the wheel check failed (above)"; exit $$lrc; fi; \
 	exit $$rc
 
 demo: venv vllm

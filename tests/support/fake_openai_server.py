@@ -255,14 +255,17 @@ class Server:
             data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
             return b"%x\r\n%s\r\n" % (len(data), data)
 
+        # --message-log: each request's text is its own, so a reply can be traced
+        piece = f" r{self.requests}" if a.message_log else " tok"
+
         def token_chunk(k: int) -> bytes:
             if chat:
-                delta: dict[str, Any] = {"content": " tok"}
+                delta: dict[str, Any] = {"content": piece}
                 if k == 0:
                     delta["role"] = "assistant"
                 choice: dict[str, Any] = {"index": 0, "delta": delta}
             else:
-                choice = {"index": 0, "text": " tok"}
+                choice = {"index": 0, "text": piece}
             choice["finish_reason"] = "length" if k == n - 1 else None
             return event({"id": "cmpl-fake", "object": kind, "created": 0, "model": MODEL,
                           "choices": [choice]})
@@ -289,6 +292,9 @@ class Server:
                 await writer.drain()
         finally:
             self.inflight -= 1
+        if a.message_log and chat:
+            with open(a.message_log, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"messages": req["messages"], "reply": piece * n}) + "\n")
         if a.hostile == "deep-json":
             nested = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
             writer.write(b"%x\r\n%s\r\n" % (len(nested), nested))
@@ -326,6 +332,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--exit-after-log", action="store_true",
                    help="--hostile escapes: print the escape-laden log line, then exit 3")
     p.add_argument("--request-log", default="", help="append each request to this file")
+    p.add_argument("--message-log", default="",
+                   help="append each chat request's messages and the reply text it was sent "
+                        "(one JSON line; each request's text is then its own: ' r<N>')")
     p.add_argument("--bind-after", default="",
                    help="wait until this file exists before binding the port")
     p.add_argument("--itl-per-inflight-ms", type=float, default=0.0)

@@ -30,6 +30,9 @@ _DETAIL_MAX = 300
 #: the largest SSE event accepted (a vLLM token event is well under 1 KiB; logprobs make
 #: it a few KiB): a longer one fails its request instead of growing the buffer forever
 MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: characters of a reply kept for ``--turns`` (the next turn's history; a reply of
+#: ``--output-len`` tokens is far shorter)
+MAX_REPLY_CHARS = 4 * 1024 * 1024
 #: bytes of an error response read (its message is shown cut to ``_DETAIL_MAX`` anyway)
 MAX_ERROR_BODY = 64 * 1024
 
@@ -150,6 +153,9 @@ class _StreamState:
     error: str | None = None
     detail: str | None = None
     usage: object = None  # the last non-empty ``usage``: checked when the request ends
+    #: ``--turns``: the text of each content chunk, collected (None: not kept)
+    reply: list[str] | None = None
+    reply_chars: int = 0
 
 
 class _BadUsage(Exception):
@@ -194,13 +200,16 @@ async def send(
     level_t0: float,
     queued_at: float | None = None,
     offsets: list[float] | None = None,
+    reply: list[str] | None = None,
 ) -> RequestResult:
     """Send one streaming request and time it; failures come back as values, never raise.
 
     ``level_t0`` is the level's ``time.perf_counter()`` origin; ``queued_at`` the time the
     request became due (before waiting for the concurrency limit). ``offsets``, when
     given, is the list the chunk times are appended to while the request runs (the live
-    progress counts tokens from it at no per-chunk cost).
+    progress counts tokens from it at no per-chunk cost). ``reply``, when given, gets the
+    text of every content chunk (``--turns`` sends it back as the assistant's message),
+    at most :data:`MAX_REPLY_CHARS` of it.
     """
     if offsets is None:
         offsets = []
@@ -222,7 +231,7 @@ async def send(
                     note = f" (body cut at {MAX_ERROR_BODY // 1024} KiB)"
                     detail = detail[: _DETAIL_MAX - len(note)] + note
             else:
-                state = _StreamState()
+                state = _StreamState(reply=reply)
                 # The unfinished event's bytes. Each read is searched only where it adds
                 # bytes (a blank line may straddle two reads), so one huge event costs
                 # linear time, and the buffer never grows past MAX_EVENT_BYTES.
@@ -310,14 +319,31 @@ def _handle(events: list[bytes] | list[bytearray], now: float, offsets: list[flo
             raise ValueError("an event's JSON is nested too deeply") from None
         if not isinstance(obj, dict):
             continue
-        if obj.get("choices"):
+        choices = obj.get("choices")
+        if choices:
             offsets.append(now)
+            if state.reply is not None:
+                _keep_text(choices, state)
         elif "error" in obj:
             state.error, state.detail = "stream error", _error_message(payload)
         usage = obj.get("usage")
         if usage:
             state.usage = usage  # checked when the request ends (usage_counts)
     return False
+
+
+def _keep_text(choices: object, state: _StreamState) -> None:
+    """The text of a content chunk (chat: ``delta.content``; completions: ``text``), kept
+    up to :data:`MAX_REPLY_CHARS` (a hostile server's endless reply stays bounded)."""
+    first = choices[0] if isinstance(choices, list) else None
+    if not isinstance(first, dict) or state.reply is None:
+        return
+    delta = first.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else first.get("text")
+    if isinstance(text, str) and text:
+        text = text[: MAX_REPLY_CHARS - state.reply_chars]
+        state.reply.append(text)
+        state.reply_chars += len(text)
 
 
 def _result(

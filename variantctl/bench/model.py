@@ -411,6 +411,10 @@ def _search_from_fields(f: Fields | None) -> SearchResult | None:
     return None if f is None or not f.data else SearchResult.from_fields(f)
 
 
+def _imported_from_fields(f: Fields | None) -> Imported | None:
+    return None if f is None or not f.data else Imported.from_fields(f)
+
+
 def _profile_from_fields(f: Fields | None) -> Profile | None:
     return None if f is None or not f.data else Profile.from_fields(f)
 
@@ -458,6 +462,23 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Imported:
+    """Where a result ``runs import`` brought in came from: the tool that measured it, its
+    version (``unknown`` when the file does not say and nobody told) and the file."""
+
+    tool: str
+    version: str
+    file: str
+
+    def to_json(self) -> JsonObject:
+        return {"tool": self.tool, "version": self.version, "file": self.file}
+
+    @classmethod
+    def from_fields(cls, f: Fields) -> Imported:
+        return cls(tool=f.text("tool"), version=f.text("version"), file=f.text("file", ""))
+
+
+@dataclass(frozen=True)
 class BenchResult:
     """A whole run: the parameters, the target and every level in the order run."""
 
@@ -467,6 +488,8 @@ class BenchResult:
     levels: tuple[LevelResult, ...]
     #: ``bench --search``: the capacity found and every probe (the probes are ``levels``)
     search: SearchResult | None = None
+    #: ``runs import``: measured by another tool (None: measured by variantctl)
+    imported: Imported | None = None
 
     @property
     def tpot_increase(self) -> dict[int, float | None]:
@@ -486,6 +509,7 @@ class BenchResult:
             "tpot_increase": {str(c): _num(v) for c, v in self.tpot_increase.items()},
             "levels": [level.to_json() for level in self.levels],
             **({"search": self.search.to_json()} if self.search is not None else {}),
+            **({"imported": self.imported.to_json()} if self.imported is not None else {}),
         }
 
     @classmethod
@@ -505,6 +529,7 @@ class BenchResult:
             started_at=f.text("started_at"),
             levels=tuple(LevelResult.from_fields(level) for level in f.objs("levels", _MISSING)),
             search=_search_from_fields(f.opt_obj("search")),
+            imported=_imported_from_fields(f.opt_obj("imported")),
         )
 
 
@@ -527,6 +552,7 @@ def tpot_increase(levels: tuple[LevelResult, ...]) -> dict[int, float | None]:
 __all__ = [
     "SCHEMA",
     "BenchResult",
+    "Imported",
     "LevelMetrics",
     "LevelResult",
     "RequestResult",

@@ -153,7 +153,7 @@ async def prepare(
     turns: list[workloads.Turn | None] = [None] * len(plist)
     if params.turns > 1:  # --turns: conversations carrying their history
         try:
-            pairs = workloads.conversations(plist, params.turns, params.output_len)
+            pairs = workloads.conversations(plist, params.turns)
         except ValueError as exc:
             raise VariantctlError(str(exc), exit_code=ExitCode.USAGE) from None
         plist, turns = [p for p, _ in pairs], [t for _, t in pairs]
@@ -348,30 +348,40 @@ async def run_level(
 
         #: ``--turns``: set when request i ended (its conversation's next turn may go)
         ended_at = [asyncio.Event() for _ in reqs] if reqs[0].turn is not None else []
+        #: ``--turns``: conversation -> the replies of its turns so far (open ones only)
+        replies: dict[int, list[str]] = {}
 
         async def turn_of(i: int, due: float) -> RequestResult | None:
             """One turn: after the previous turn of its conversation ended, in the slot its
             conversation took at its first turn (released after its last)."""
             req = reqs[i]
             assert req.turn is not None
-            _conv, k, last = req.turn
+            conv, k, last = req.turn
             if k == 0:
                 await sem.acquire()
             else:
                 await ended_at[i - 1].wait()
+            reply: list[str] = []
             try:
                 if stop.is_set():
                     return None
                 inflight[i] = []
                 sent[0] += 1
+                if k > 0:  # the history: what the server said on the earlier turns
+                    req = dataclasses.replace(req, body=workloads.with_replies(
+                        req.body, replies.get(conv, ())))
                 try:
                     r = await send(session, base, req, index=i, level_t0=t0, queued_at=due,
-                                   offsets=inflight[i])
+                                   offsets=inflight[i], reply=reply)
                 except asyncio.CancelledError:
                     cancelled[0] += 1
                     raise
             finally:
                 inflight.pop(i, None)
+                if last:
+                    replies.pop(conv, None)  # held while the conversation is open only
+                else:
+                    replies.setdefault(conv, []).append("".join(reply))
                 ended_at[i].set()
                 if last:
                     sem.release()

@@ -113,7 +113,10 @@ def _level_stat(get: Callable[[LevelResult], Stats], which: str
                 ) -> Callable[[LevelResult], float | None]:
     def value(lv: LevelResult) -> float | None:
         st = get(lv)
-        return float(getattr(st, which)) if st.count else None
+        if not st.count:
+            return None
+        v = float(getattr(st, which))
+        return None if math.isnan(v) else v  # an imported file that lacks the figure
 
     return value
 

@@ -11,9 +11,10 @@ prefix another request sent before. The level's ``/metrics`` hit rate
 
 ``--turns T``: requests ``T·j … T·j + T−1`` are conversation j. Turn t sends the whole
 history so far — the user messages of turns 0…t (the prompts ``--prompt`` gives, in
-order) with, between them, a stand-in assistant reply of about ``--output-len`` words
-(the client does not keep the text the server generated) — so each turn's prompt
-starts with the previous turn's: the prefix cache's multi-turn case. The runner sends
+order) with, between them, the replies the server actually streamed on turns 0…t−1
+(:func:`with_replies` fills them in when the turn is sent; the runner holds the replies
+of open conversations only) — so turn t's prompt is turn t−1's prompt, the server's
+reply and the next user message: the prefix cache's real multi-turn case. The runner sends
 the turns of one conversation in order, one after the other, and runs conversations in
 parallel up to the concurrency (a conversation holds its slot from its first turn to
 its last).
@@ -21,7 +22,9 @@ its last).
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from variantctl.bench.prompts import Prompt, Tokenizer, _exact, corpus_pool
@@ -55,11 +58,6 @@ def with_prefix(prompt: Prompt, prefix: str) -> Prompt:
     raise ValueError("token-id prompts (a trace) carry their own shared blocks")
 
 
-#: the stand-in assistant reply's words (cycled to ``--output-len`` words)
-_REPLY = ("sure", "here", "is", "what", "I", "found", "about", "that", "question", "and",
-          "a", "few", "notes", "on", "it")
-
-
 @dataclass(frozen=True)
 class Turn:
     """Where a request sits in its conversation."""
@@ -69,10 +67,9 @@ class Turn:
     last: bool
 
 
-def conversations(plist: list[Prompt], turns: int, reply_words: int
-                  ) -> list[tuple[Prompt, Turn]]:
-    """``plist`` as conversations of ``turns`` turns, each turn carrying the history."""
-    reply = " ".join(_REPLY[k % len(_REPLY)] for k in range(max(1, min(reply_words, 4096))))
+def conversations(plist: list[Prompt], turns: int) -> list[tuple[Prompt, Turn]]:
+    """``plist`` as conversations of ``turns`` turns, each turn carrying the history; the
+    assistant messages are empty until :func:`with_replies` puts the server's in."""
     out: list[tuple[Prompt, Turn]] = []
     n = len(plist)
     for start in range(0, n, turns):
@@ -84,8 +81,20 @@ def conversations(plist: list[Prompt], turns: int, reply_words: int
                 raise ValueError("--turns needs text prompts (short, random or a dataset "
                                  "of text), not chat messages or token ids")
             if history:
-                history.append({"role": "assistant", "content": reply})
+                history.append({"role": "assistant", "content": ""})
             history.append({"role": "user", "content": p.content})
             out.append((replace(p, content=[dict(m) for m in history], expected_tokens=None),
                         Turn(start // turns, t, t == length - 1)))
     return out
+
+
+def with_replies(body: bytes, replies: Sequence[str]) -> bytes:
+    """A turn's request body with its assistant messages, in order, set to ``replies``
+    (the text the server streamed on the conversation's earlier turns)."""
+    payload = json.loads(body)
+    k = 0
+    for m in payload["messages"]:
+        if m.get("role") == "assistant" and k < len(replies):
+            m["content"] = replies[k]
+            k += 1
+    return json.dumps(payload).encode()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import run_ids
 from variantctl.env import Environment
 
 
 @click.command("compare")
-@click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_a", shell_complete=run_ids)
+@click.argument("run_b", shell_complete=run_ids)
 @json_option
 @pass_env
 def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env, watch_options
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 
 @click.command("launch")
-@click.argument("variant")
+@click.argument("variant", shell_complete=variant_names)
 @click.option("--host", "host", help="Run on this host instead of the variant's.")
 @click.option("--port", type=click.IntRange(1, 65535), help="Override the variant's port.")
 @click.option("--apply-patches", is_flag=True, help="Apply the variant's required patchsets.")

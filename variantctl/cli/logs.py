@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import pass_env
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 
 @click.command("logs")
-@click.argument("variant")
+@click.argument("variant", shell_complete=variant_names)
 @click.option("--host", "host", help="Host the server runs on (default: the variant's host).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until it exits.")
 @click.option("--lines", "-n", type=click.IntRange(min=0), default=None,

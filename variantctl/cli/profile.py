@@ -13,11 +13,12 @@ from pathlib import Path
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import run_ids
 from variantctl.env import Environment
 
 
 @click.command("profile")
-@click.argument("run_id", metavar="RUN")
+@click.argument("run_id", metavar="RUN", shell_complete=run_ids)
 @click.option("--trace", "trace", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the run's events as a Chrome trace (chrome://tracing, Perfetto).")
 @json_option

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from variantctl.cli.common import format_option, pass_env
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @click.command("render")
-@click.argument("name")
+@click.argument("name", shell_complete=variant_names)
 @format_option(["sh", "argv", "json"], "sh",
                "sh: the launch script; argv: one word per line; json.")
 @click.option("--host", "host_name", help="Render for another host than the variant's.")

@@ -7,11 +7,13 @@ from pathlib import Path
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import sweeps_and_runs
 from variantctl.env import Environment
 
 
 @click.command("report")
-@click.argument("sources", nargs=-1, required=True, metavar="SWEEP|RUN...")
+@click.argument("sources", nargs=-1, required=True, metavar="SWEEP|RUN...",
+                shell_complete=sweeps_and_runs)
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md",
               show_default=True,
               help="md: report.md with the plots as PNG files beside it; html: one "

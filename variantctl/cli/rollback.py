@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import patchset_names
 from variantctl.cli.patchcommon import render_per_host, root_options
 from variantctl.env import Environment
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=patchset_names)
 @root_options
 @click.option("--force", is_flag=True,
               help="If a file changed since it was patched (or has no backup), revert it with "

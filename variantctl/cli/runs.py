@@ -1,11 +1,19 @@
-"""``variantctl runs [--variant V] [--verdict K] [--json]`` and ``runs show ID``."""
+"""``variantctl runs [--variant V] [--verdict K] [--json]``, ``runs show ID``, ``runs export``
+and ``runs import``."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import run_ids
 from variantctl.env import Environment
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.group("runs", invoke_without_command=True)
@@ -36,7 +44,7 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
 
 
 @runs.command("show")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=run_ids)
 @json_option
 @pass_env
 def show(env: Environment, run_id: str, as_json: bool) -> None:
@@ -56,10 +64,78 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
     emit(env, [text(line) for line in run_lines(d, rec, rule)])
 
 
+@runs.command("export")
+@click.argument("run_ids", nargs=-1, metavar="RUN...", shell_complete=run_ids)
+@click.option("--sweep", "sweep", metavar="NAME",
+              help="Also every run of this sweep (its name or state file).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]),
+              required=True, help="csv and jsonl: standard library; parquet: the "
+                                  "variantctl[parquet] extra (pyarrow).")
+@click.option("--per", "per", type=click.Choice(["level", "request"]), default="level",
+              show_default=True,
+              help="level: one row per concurrency of each benchmark, every headline figure "
+                   "with its 95 % CI and n; request: one row per request.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The file to write (replaced atomically).")
+@json_option
+@pass_env
+def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: str, per: str,
+           out: Path, as_json: bool) -> None:
+    """Stored runs as a table for a notebook or a spreadsheet (docs/report.md, "Export")."""
+    from variantctl.cli.output import emit, print_json
+    from variantctl.project.loaded import Project
+    from variantctl.render.output import text
+    from variantctl.usecases.runs import export_runs
+
+    done = export_runs(Project(env), run_ids, sweep, fmt=fmt, per=per, out=out)
+    if as_json:
+        print_json(env, {"file": str(done.path), "format": done.format, "per": done.per,
+                         "rows": done.rows, "columns": list(done.columns)})
+        return
+    emit(env, [text(f"wrote {done.path}: {done.rows} rows ({done.per}), "
+                    f"{len(done.columns)} columns")])
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--from", "tool", type=click.Choice(["vllm", "guidellm", "aiperf"]),
+              required=True,
+              help="vllm: vllm bench serve --save-result JSON (0.6 on); guidellm: its "
+                   "benchmarks JSON; aiperf: profile_export_aiperf.json.")
+@click.option("--variant", "variant", metavar="NAME",
+              help="The variant it measured: the project's definition is recorded when it "
+                   "has one (compare then diffs settings); else only the name "
+                   "(default <tool>-import).")
+@click.option("--tool-version", "version", metavar="VERSION",
+              help="The tool's version, for files that do not say (vllm, aiperf).")
+@json_option
+@pass_env
+def import_run(env: Environment, file: Path, tool: str, variant: str | None,
+            version: str | None, as_json: bool) -> None:
+    """Another tool's result file as a run with its benchmark (docs/report.md, "Import")."""
+    from variantctl.cli.output import emit, print_json
+    from variantctl.project.loaded import Project
+    from variantctl.render.output import text
+    from variantctl.usecases.runs import import_result
+
+    done = import_result(Project(env), file, tool, variant, version)
+    imp = done.result.imported
+    if as_json:
+        print_json(env, {"run_id": done.run.run_id, "dir": str(done.run.path),
+                         "bench_file": done.bench_file,
+                         "imported": imp.to_json() if imp else None,
+                         "levels": len(done.result.levels)})
+        return
+    emit(env, [text(f"imported {file} as run {done.run.run_id} "
+                    f"({done.record.variant_name}, {len(done.result.levels)} levels, "
+                    f"{imp.tool if imp else tool} {imp.version if imp else ''})")])
+
+
 def _add_trend() -> None:
     from variantctl.cli.trend import trend
 
     runs.add_command(trend)
+    runs.add_command(import_run)  # `import` is a keyword: the function has another name
 
 
 _add_trend()

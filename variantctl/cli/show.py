@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 
 @click.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=variant_names)
 @click.option("--origin", is_flag=True, help="Show which file (file:line) set each value.")
 @json_option
 @pass_env

@@ -9,11 +9,12 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.completion import sweep_names
 from variantctl.env import Environment
 
 
 @click.command("sweep")
-@click.argument("name")
+@click.argument("name", shell_complete=sweep_names)
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (points, predictions, history, ETA) and stop; "
               "needs no connection to any host.")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from variantctl.cli.common import json_option, pass_env, watch_options
+from variantctl.cli.completion import variant_names
 from variantctl.env import Environment
 
 
 @click.command("watch")
-@click.argument("variant")
+@click.argument("variant", shell_complete=variant_names)
 @click.option("--host", "host", help="Host it runs on (default: the variant's host).")
 @watch_options
 @json_option

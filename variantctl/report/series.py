@@ -201,7 +201,10 @@ def _stat_of(get: Callable[[LevelResult], Stats], field: str
 
     def value(lv: LevelResult) -> float | None:
         stats = get(lv)
-        return float(getattr(stats, field)) if stats.count else None
+        if not stats.count:
+            return None
+        v = float(getattr(stats, field))
+        return None if v != v else v  # NaN: an imported file that lacks the figure
 
     return value
 

@@ -33,7 +33,7 @@ def _user_mode() -> int:
     return 0o666 & ~mask
 
 
-def _write_shared(path: Path, data: bytes) -> None:
+def write_shared(path: Path, data: bytes) -> None:
     """Write atomically; a new file gets the user's umask, an existing one keeps its mode."""
     new = not path.exists()
     write_local_atomic(path, data)
@@ -143,7 +143,7 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
             from variantctl.report.html import render_html
 
             path = out / "report.html"
-            _write_shared(path, render_html(doc, images).encode())
+            write_shared(path, render_html(doc, images).encode())
             return [path]
         from variantctl.report.markdown import render_markdown
 
@@ -152,10 +152,10 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
             # an earlier report's plot this one does not have (no GPU data now)
             (out / stale).unlink(missing_ok=True)
         for image_name, png in images.items():
-            _write_shared(out / image_name, png)
+            write_shared(out / image_name, png)
             written.append(out / image_name)
         path = out / "report.md"
-        _write_shared(path, render_markdown(doc).encode())
+        write_shared(path, render_markdown(doc).encode())
     except OSError as exc:
         raise VariantctlError(f"{out}: cannot write the report ({exc})", where=str(out)) \
             from None

@@ -24,6 +24,8 @@ key                       what is in it                                         
                           fingerprint of each patchset the variant requires (an
                           edited patchset is a new configuration); no bench, no
                           root state
+**import key**             the variant and host a ``runs import`` run is recorded  the run id
+(:func:`import_key`)      for, the tool and the sha256 of the imported file       of an import
 ========================  =====================================================  ===========
 
 Never in a key: the variant's name, description, tags and origins (``launch_view``
@@ -159,6 +161,14 @@ def unresolved_launch_key(name: str, host: Host) -> str:
     """The key of a run whose variant is no longer known (``watch`` of a server whose
     variant was deleted and that has no earlier run to take it from): its name."""
     return content_key({"name": name}, host_identity(host), {}, None)
+
+
+def import_key(variant_view: Mapping[str, Any], host: Mapping[str, Any], tool: str,
+               sha256: str) -> str:
+    """The key of a run ``runs import`` made from another tool's result file: the
+    variant and host it is recorded for, the tool and the file's sha256 (the same file
+    imported again is the same key, the next sequence number)."""
+    return content_key(variant_view, host, {}, {"imported": tool, "sha256": sha256})
 
 
 def point_key(variant: ResolvedVariant, host: Host | str, measured: Measured) -> str:

@@ -18,6 +18,8 @@ HINT_TREND = ("variantctl runs lists the runs: VARIANT column, or the 10-hex key
 HINT_COMPARE = "run {run}'s benchmark file is damaged; compare needs every one it lists"
 
 if TYPE_CHECKING:
+    from variantctl.interop.export import Exported
+    from variantctl.interop.importrun import ImportedRun
     from variantctl.report.compare import Comparison
     from variantctl.report.model import ReportInput
     from variantctl.report.trend import Trend
@@ -127,3 +129,35 @@ def make_report(project: Project, sources: Sequence[str], fmt: str, out: Path | 
     data, name = gather(project.env, sources, title, signatures=project.signatures,
                         hosts=project.hosts, secrets=project.secrets)
     return data, write_report(project.env, data, fmt, out, name)
+
+
+def export_runs(project: Project, run_ids: Sequence[str], sweep: str | None, *, fmt: str,
+                per: str, out: Path) -> Exported:
+    """``runs export``: the runs' table written to ``out`` (secrets masked by the
+    project's rule: an export is made to be shared)."""
+    from variantctl.interop.export import export
+    from variantctl.runs.store import RunStore
+
+    return export(RunStore(project.env.runs_dir), run_ids, sweep, fmt=fmt, per=per,
+                  out=out.expanduser(), secrets=project.secrets)
+
+
+def import_result(project: Project, file: Path, tool: str, variant: str | None,
+                  version: str | None) -> ImportedRun:
+    """``runs import``: another tool's result file as a run with its benchmark; the
+    project's definition of ``variant`` is recorded when it has one."""
+    from variantctl.errors import NotFoundError
+    from variantctl.interop.importrun import import_file
+    from variantctl.runs.store import RunStore
+
+    env = project.env
+    resolved, host = None, None
+    if variant is not None and env.project_dir is not None:
+        try:
+            resolved = project.resolve(variant)
+        except NotFoundError:
+            pass  # a name only: the variant is not (or no longer) the project's
+        else:
+            host = project.hosts.get(resolved.host)
+    return import_file(RunStore(env.runs_dir), file.expanduser(), tool, name=variant,
+                       variant=resolved, host=host, version=version, now=env.now())

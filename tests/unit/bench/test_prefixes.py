@@ -8,6 +8,8 @@ import asyncio
 import itertools
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +112,25 @@ def test_only_the_prefixes_the_requests_use_are_built(
                          prefixes=10_000)
     reqs = asyncio.run(prepare(url, params, 2, model="fake-model"))
     assert built == [2] and len(reqs) == 2
+def test_turns_send_back_the_exact_replies_the_server_streamed(
+        run_cli: Run, tmp_path: Path) -> None:
+    """Every assistant message a request carries is the text the server sent on that
+    conversation's previous turns (the fake gives each request its own text)."""
+    log = tmp_path / "messages.jsonl"
+    with spawn("--ttft-ms", "2", "--itl-ms", "1", "--message-log", str(log)) as u:
+        res = run_cli(["bench", "--url", u, "--prompt", "random", "--input-len", "12",
+                       "--turns", "3", "--requests", "9", "--concurrency", "2",
+                       "--output-len", "4", "--ignore-eos", "--warmup", "off", "--json"])
+    assert res.code == 0, res.output
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(sent) == 9
+    by_conv: dict[str, list[dict[str, Any]]] = {}
+    for s in sent:  # a conversation is known by its first user message
+        by_conv.setdefault(s["messages"][0]["content"], []).append(s)
+    assert sorted(len(v) for v in by_conv.values()) == [3, 3, 3]
+    for turns in by_conv.values():
+        for t, s in enumerate(turns):
+            assistant = [m["content"] for m in s["messages"] if m["role"] == "assistant"]
+            assert assistant == [turns[k]["reply"] for k in range(t)]
+            assert all(a.startswith(" r") for a in assistant)  # a real reply, not empty
+        assert len({s["reply"] for s in turns}) == 3  # each turn's text its own
