@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from variantctl.patching import custom, instrument
+from variantctl.patching import custom, funcprint, instrument
 from variantctl.patching.model import Operation
 from variantctl.patching.scopes import Candidate, Chain, body_statements, scopes
 from variantctl.patching.states import (
@@ -279,7 +279,41 @@ def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[Can
     return out
 
 
+def function_source(module: cst.Module, node: cst.FunctionDef) -> str:
+    """A function's own text as ``replace-function`` records it: decorators, ``def`` and
+    body, dedented (libcst generates a nested node at column 0), without the blank
+    lines and comments above it (those belong to its surroundings)."""
+    return module.code_for_node(node.with_changes(leading_lines=()))
+
+
+def _find_function(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+    assert op.function is not None and op.to is not None
+    applied = funcprint.fingerprint(op.to)
+    out: list[Candidate] = []
+    for qual, node, chain in scopes(module):
+        if qual != op.function or not isinstance(node, cst.FunctionDef):
+            continue
+        found = funcprint.fingerprint(function_source(module, node))
+        kind = "from" if found == op.from_ else "to" if found == applied else "other"
+        out.append(Candidate(node, chain, kind, f"def {node.name.value} ({found})"))
+    return out
+
+
+def _function_replacement(op: Operation, module: cst.Module, old: cst.CSTNode,
+                          reverse: bool) -> cst.CSTNode:
+    """The ``to`` function parsed in the module's own indentation and newline style,
+    keeping the blank lines and comments above the one it replaces."""
+    if reverse:
+        raise custom.CustomOpError(f"replace-function {op.function}: the pristine function "
+                                   "is known only by its fingerprint; only its backup can "
+                                   "undo it")
+    assert op.to is not None and isinstance(old, cst.FunctionDef)
+    new = cst.parse_statement(op.to, config=module.config_for_parsing)
+    return new.with_changes(leading_lines=old.leading_lines)
+
+
 _FINDERS = {
+    "replace-function": _find_function,
     "set-keyword": _find_keyword,
     "set-default": _find_default,
     "set-assignment": _find_assignment,
@@ -462,10 +496,17 @@ def analyze(
         if state == (APPLIED if reverse else PRISTINE):
             assert new_text is not None
             for c in cands:
-                if c.kind == source_kind:
+                if c.kind != source_kind:
+                    continue
+                if op.kind == "replace-function":
+                    try:
+                        swaps[id(c.node)] = _function_replacement(op, module, c.node, reverse)
+                    except custom.CustomOpError as exc:
+                        return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
+                else:
                     swaps[id(c.node)] = _replacement(new_text, c.chain[-1] if c.chain else None)
-                    ancestors.update(id(a) for a in c.chain)
-                    swapped_chains.append(c.chain)
+                ancestors.update(id(a) for a in c.chain)
+                swapped_chains.append(c.chain)
             changed.append(op.id)
 
     new_module = module
@@ -530,11 +571,14 @@ def _lines(module: cst.Module, cands: list[Candidate]) -> dict[int, int]:
     ancestors: set[int] = set()
     markers: dict[str, int] = {}
     for i, c in enumerate(cands):
-        if not c.chain or not isinstance(c.node, cst.BaseExpression):
-            continue
         name = f"__variantctl_line_marker_{i}__"
+        if isinstance(c.node, cst.FunctionDef):  # its line is the `def` line
+            swaps[id(c.node)] = c.node.with_changes(name=cst.Name(name))
+        elif c.chain and isinstance(c.node, cst.BaseExpression):
+            swaps[id(c.node)] = cst.Name(name)
+        else:
+            continue
         markers[name] = id(c.node)
-        swaps[id(c.node)] = cst.Name(name)
         ancestors.update(id(a) for a in c.chain)
     rebuilt = _rebuild(module, swaps, ancestors)
     assert isinstance(rebuilt, cst.Module)
