@@ -151,3 +151,66 @@ def _diff_blocks(env: Environment, report: RunReport) -> list[Block]:
     if report.exit_code:
         out += report_blocks(env.cwd, report)
     return out
+
+
+@patch.command("record")
+@click.argument("name")
+@click.option("--module", "module", required=True, metavar="DOTTED",
+              help="The edited module, e.g. vllm.engine.arg_utils.")
+@click.option("--from", "backup", required=True, metavar="BACKUP",
+              help="The pristine copy kept beside the edited file (arg_utils.py.bak_…).")
+@click.option("--check-against", "check_against", multiple=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=str),
+              help="A copy of the module from another release to try the patchset on "
+                   "(repeatable; local files).")
+@click.option("--description", default="", help="The patchset's description.")
+@click.option("--force", is_flag=True, help="Overwrite an existing patchsets/NAME.yaml.")
+@root_options
+@json_option
+@pass_env
+def record(env: Environment, name: str, module: str, backup: str,
+           check_against: tuple[str, ...], description: str, force: bool,
+           roots: tuple[str, ...], host_name: str, hosts_csv: str | None,
+           as_json: bool) -> None:
+    """Record a hand edit of installed source as patchsets/NAME.yaml (structural operations).
+
+    The edited copy is the module file beside BACKUP. The recorded patchset is
+    verified (applied to BACKUP it gives the edited file byte for byte), tried on the
+    other copies and --check-against files (applies / already applied / drifted), and
+    the edited copy is adopted: `rollback NAME` restores BACKUP's text.
+    """
+
+    from variantctl.errors import VariantctlError
+    from variantctl.targets.patchrecord import record_patch
+
+    if hosts_csv:
+        raise VariantctlError("patch record reads one host's copies; give --host, not --hosts")
+    import re
+
+    from variantctl.config.patchsets import NAME_RE, load_patchset_file
+
+    if not re.fullmatch(NAME_RE, name):
+        raise VariantctlError(f"bad patchset name {name!r}",
+                              hint="lowercase letters, digits, - _ . (it is the file name)")
+    from variantctl.patching.model import Patchset
+
+    probe = Patchset(name=name, description="", modules=(module,), operations=(),
+                     backup_template="", source="", fingerprint="")
+    runs = run_per_host(env, host_name, None, roots, lambda host, target: record_patch(
+        target, roots=roots_for(env, host, target, probe, roots), module=module, name=name,
+        patchsets_dir=env.patchsets_dir,
+        backup=str((env.cwd / backup).resolve()) if host is None or host.is_local else backup,
+        description=description, force=force,
+        check_against=[env.cwd / f for f in check_against], now=env.now(),
+        load_patchset_file=load_patchset_file))
+    report = runs[0].value
+    assert report is not None
+    if as_json:
+        from variantctl.cli.output import print_json
+
+        print_json(env, report.to_json())
+        return
+    from variantctl.cli.output import emit
+    from variantctl.render.patchrecord import record_blocks
+
+    emit(env, record_blocks(env.cwd, report))
