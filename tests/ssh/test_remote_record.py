@@ -39,3 +39,20 @@ def test_record_over_ssh(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # t
     assert run_cli(["rollback", "mine", "--host", "gpu1"], project=project).code == 0
     assert [(r / REL).read_bytes() for r in roots] == [vendor, vendor]
     assert backup.read_bytes() == vendor
+
+
+def test_scan_over_ssh(run_cli, tmp_path: Path, ssh_lab: SshLab) -> None:  # type: ignore[no-untyped-def]
+    from tests.unit.patching.test_scan import _installed
+
+    roots = [tmp_path / "lib", tmp_path / "lib64"]
+    for root in roots:
+        _installed(root)
+    project = make_project(tmp_path, ssh_lab, roots)
+    edited = roots[1] / REL
+    edited.with_name("arg_utils.py.bak_x").write_bytes(edited.read_bytes())
+    edited.write_bytes((CASE / "after.py").read_bytes())
+    res = run_cli(["status", "--scan", "--host", "gpu1", "--json"], project=project)
+    assert res.code == 3, res.output
+    scans = json.loads(res.stdout)["roots"]
+    assert [[(f["path"], f["kind"], len(f["backups"])) for f in s["files"]] for s in scans] == [
+        [], [(str(edited), "hand edit", 1)]]

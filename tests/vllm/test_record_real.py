@@ -80,3 +80,13 @@ def test_record_on_the_real_file_travels_to_the_other_copy_and_releases(  # type
     r = run_cli(["rollback", "eager-allreduce-mine", *args], project=project)
     assert r.code == 0, r.output
     assert [(root / REL).read_text("utf-8") for root in roots] == [vendorise(upstream)] * 2
+
+
+def test_scan_of_the_real_venv_finds_every_file_as_installed(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_cli, vllm_site_packages: Path) -> None:
+    project = _project(tmp_path)
+    r: CliResult = run_cli(["status", "--scan", "vllm", "--root", str(vllm_site_packages),
+                            "--json"], project=project)
+    assert r.code == 0, r.output
+    (scan,) = json.loads(r.stdout)["roots"]
+    assert scan["problem"] is None and scan["checked"] > 1000 and scan["files"] == []

@@ -22,11 +22,15 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("name", required=False)
+@click.option("--scan", is_flag=True,
+              help="Instead: list the files of distribution NAME (default vllm) that differ "
+                   "from pip's RECORD, on every root: patched by a patchset, or hand edits "
+                   "(with their .bak* copies).")
 @root_options
 @json_option
 @pass_env
 def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name: str,
-           hosts_csv: str | None, as_json: bool) -> None:
+           hosts_csv: str | None, as_json: bool, scan: bool) -> None:
     """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
 
     Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
@@ -36,6 +40,10 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     """
     from variantctl.cli import finish
     from variantctl.cli.hostresults import worst_exit_code
+
+    if scan:
+        _scan(env, name or "vllm", roots, host_name, hosts_csv, as_json)
+        return
     from variantctl.config.patchsets import patchset_names
     from variantctl.targets.patchrun import execute_status
     from variantctl.targets.statecache import JsonStateCache
@@ -74,3 +82,24 @@ def _absent(report: RunReport) -> bool:
     modules = {f.module for f in report.files}
     return any(all(f.state == MISSING for f in report.files if f.module == m)
                for m in modules)
+
+
+def _scan(env: Environment, package: str, roots: tuple[str, ...], host_name: str,
+          hosts_csv: str | None, as_json: bool) -> None:
+    from variantctl.cli import finish
+    from variantctl.patching.model import Patchset
+    from variantctl.render.scan import scan_blocks, scan_exit
+    from variantctl.targets.scan import scan
+
+    # the roots holding the package, found as for a patchset of that module
+    probe = Patchset(name=package, description="", modules=(package,), operations=(),
+                     backup_template="", source="", fingerprint="")
+    runs = run_per_host(env, host_name, hosts_csv, roots, lambda host, target: scan(
+        target, roots_for(env, host, target, probe, roots), package))
+    code = render_per_host(
+        env, runs, multi=bool(hosts_csv), as_json=as_json,
+        to_json=lambda scans: {"roots": [s.to_json() for s in scans]},
+        render=lambda scans: scan_blocks(env.cwd, scans),
+        exit_code=scan_exit)
+    if code:
+        finish(code)
