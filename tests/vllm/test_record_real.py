@@ -64,16 +64,25 @@ def test_record_on_the_real_file_travels_to_the_other_copy_and_releases(  # type
         path = tmp_path / f"arg_utils-{version}.py"
         path.write_text(vendorise(_release_source(version)), "utf-8")
         releases.append(path)
+        # --check-releases reads the released file from variantctl's release cache
+        # (run_cli's cache is tmp_path/cache): seeded from the test cache, no download
+        seeded = tmp_path / "cache" / "releases" / f"vllm-{version}" / REL
+        seeded.parent.mkdir(parents=True)
+        seeded.write_text(_release_source(version), "utf-8")
     args = [a for r in roots for a in ("--root", str(r))]
     r: CliResult = run_cli(["patch", "record", "eager-allreduce-mine", "--module",
                             "vllm.engine.arg_utils", "--from", str(backup), *args,
                             *[a for p in releases for a in ("--check-against", str(p))],
-                            "--json"], project=project)
+                            "--check-releases", ",".join(OTHER_RELEASES), "--json"],
+                           project=project)
     assert r.code == 0, r.output
     verdicts = {c["where"]: c["verdict"] for c in json.loads(r.stdout)["copies"]}
     assert verdicts[str(roots[1])] == "applies"
-    # from 0.6.2 on, ModelConfig(...) is built in create_model_config as in 0.32.0
+    # from 0.6.2 on, ModelConfig(...) is built in create_model_config as in 0.32.0: the
+    # vendor-style copies take it; the upstream releases already have it
     assert [verdicts[str(p)] for p in releases] == ["applies"] * len(releases)
+    assert [verdicts[f"vllm=={v}"] for v in OTHER_RELEASES] == ["already applied"] * len(
+        OTHER_RELEASES)
     r = run_cli(["apply", "eager-allreduce-mine", *args], project=project)
     assert r.code == 0, r.output
     assert (roots[1] / REL).read_text("utf-8") == upstream

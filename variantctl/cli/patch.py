@@ -157,8 +157,13 @@ def _diff_blocks(env: Environment, report: RunReport) -> list[Block]:
 @click.argument("name")
 @click.option("--module", "module", required=True, metavar="DOTTED",
               help="The edited module, e.g. vllm.engine.arg_utils.")
-@click.option("--from", "backup", required=True, metavar="BACKUP",
+@click.option("--from", "backup", metavar="BACKUP",
               help="The pristine copy kept beside the edited file (arg_utils.py.bak_…).")
+@click.option("--from-pip", "from_pip", is_flag=True,
+              help="Compare with the released file of the installed version (its wheel, "
+                   "through pip download and pip's cache).")
+@click.option("--check-releases", "releases_csv", metavar="V,…",
+              help="Try the patchset on these released versions' copies of the module.")
 @click.option("--check-against", "check_against", multiple=True, metavar="FILE",
               type=click.Path(dir_okay=False, path_type=str),
               help="A copy of the module from another release to try the patchset on "
@@ -168,8 +173,9 @@ def _diff_blocks(env: Environment, report: RunReport) -> list[Block]:
 @root_options
 @json_option
 @pass_env
-def record(env: Environment, name: str, module: str, backup: str,
-           check_against: tuple[str, ...], description: str, force: bool,
+def record(env: Environment, name: str, module: str, backup: str | None, from_pip: bool,
+           releases_csv: str | None, check_against: tuple[str, ...], description: str,
+           force: bool,
            roots: tuple[str, ...], host_name: str, hosts_csv: str | None,
            as_json: bool) -> None:
     """Record a hand edit of installed source as patchsets/NAME.yaml (structural operations).
@@ -185,6 +191,9 @@ def record(env: Environment, name: str, module: str, backup: str,
 
     if hosts_csv:
         raise VariantctlError("patch record reads one host's copies; give --host, not --hosts")
+    if (backup is None) == (not from_pip):
+        raise VariantctlError("give the pristine text: --from BACKUP or --from-pip (one)")
+    releases = [v.strip() for v in (releases_csv or "").split(",") if v.strip()]
     import re
 
     from variantctl.config.patchsets import NAME_RE, load_patchset_file
@@ -199,7 +208,9 @@ def record(env: Environment, name: str, module: str, backup: str,
     runs = run_per_host(env, host_name, None, roots, lambda host, target: record_patch(
         target, roots=roots_for(env, host, target, probe, roots), module=module, name=name,
         patchsets_dir=env.patchsets_dir,
-        backup=str((env.cwd / backup).resolve()) if host is None or host.is_local else backup,
+        backup=None if backup is None else str((env.cwd / backup).resolve())
+        if host is None or host.is_local else backup,
+        check_releases=releases, cache_dir=env.cache_dir,
         description=description, force=force,
         check_against=[env.cwd / f for f in check_against], now=env.now(),
         load_patchset_file=load_patchset_file))

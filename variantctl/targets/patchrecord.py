@@ -28,12 +28,13 @@ from variantctl import __version__
 from variantctl.errors import TargetError, VariantctlError
 from variantctl.jsontypes import JsonObject
 from variantctl.patching.model import Patchset
-from variantctl.patching.plan import module_path
+from variantctl.patching.plan import module_path, module_relpath
 from variantctl.patching.records import LedgerRecord
 from variantctl.patching.states import APPLIED, DRIFTED, PRISTINE
 from variantctl.targets.base import Target
 from variantctl.targets.guard import check_under_root
 from variantctl.targets.ledger import append_ledger
+from variantctl.targets.releases import installed_version, released_file
 from variantctl.targets.transaction import choose_backup, locked
 
 #: the verdicts of a copy or release, as the report words them
@@ -116,10 +117,12 @@ def record_patch(
     module: str,
     name: str,
     patchsets_dir: Path,
-    backup: str,
+    backup: str | None,
     description: str = "",
     force: bool = False,
     check_against: Sequence[Path] = (),
+    check_releases: Sequence[str] = (),
+    cache_dir: Path | None = None,
     now: datetime,
     load_patchset_file: Callable[[Path], Patchset],
 ) -> RecordReport:
@@ -134,14 +137,20 @@ def record_patch(
     if dest.exists() and not force:
         raise VariantctlError(f"patchset {name!r} exists ({dest})",
                               hint="choose another name, or --force to overwrite it")
-    root, edited_path = _edited_copy(roots, module, backup)
-    check_under_root(target, root, posixpath.relpath(edited_path, root))
-    check_under_root(target, root, posixpath.relpath(backup, root))
-    edited = target.read_bytes(edited_path)
-    pristine = target.read_bytes(backup)
-    recording = record(module, pristine, edited, pristine_name=backup, edited_name=edited_path)
+    if backup is not None:
+        root, edited_path = _edited_copy(roots, module, backup)
+        check_under_root(target, root, posixpath.relpath(edited_path, root))
+        check_under_root(target, root, posixpath.relpath(backup, root))
+        edited = target.read_bytes(edited_path)
+        pristine = target.read_bytes(backup)
+        label = backup
+    else:
+        assert cache_dir is not None
+        root, edited_path, edited, pristine, label = _from_pip(target, roots, module,
+                                                               cache_dir)
+    recording = record(module, pristine, edited, pristine_name=label, edited_name=edited_path)
     text = render_yaml(name, recording, description=description or
-                       f"Recorded from the hand edit of {edited_path}.", source=backup)
+                       f"Recorded from the hand edit of {edited_path}.", source=label)
     patchsets_dir.mkdir(parents=True, exist_ok=True)
     # written and loaded back in a private directory beside the destination (the loader
     # wants the file named after the patchset), then renamed into place
@@ -183,14 +192,58 @@ def record_patch(
             copies.append(CopyVerdict(str(file), "error", exc.strerror or str(exc)))
             continue
         copies.append(verdict_for(ps, data, str(file)))
+    for version in check_releases:
+        assert cache_dir is not None
+        where = f"{module.split('.')[0]}=={version}"
+        try:
+            data = released_file(module.split(".")[0], version, module_relpath(module),
+                                 cache_dir)
+        except VariantctlError as exc:
+            copies.append(CopyVerdict(where, "error", exc.message))
+            continue
+        copies.append(verdict_for(ps, data, where))
     adopted = adopt(target, root=root, path=edited_path, patchset=ps, pristine=pristine,
                     edited=edited, backup=backup, now=now)
-    return RecordReport(name=name, file=str(dest), edited=edited_path, pristine=backup,
+    return RecordReport(name=name, file=str(dest), edited=edited_path, pristine=label,
                         patchset=ps, copies=tuple(copies), adopted_backup=adopted)
 
 
+def _from_pip(target: Target, roots: Sequence[str], module: str, cache_dir: Path
+              ) -> tuple[str, str, bytes, bytes, str]:
+    """The released text of the module, for the installed version (from the root's
+    dist-info), and the first copy that differs from it: (root, file, edited, pristine,
+    label)."""
+    from variantctl.patching.record import RecordError
+    from variantctl.targets.scan import find_dist_info
+
+    package, rel = module.split(".")[0], module_relpath(module)
+    released: dict[str, tuple[bytes, str]] = {}
+    for root in roots:
+        info = find_dist_info(target, root, package)
+        if info is None:
+            raise VariantctlError(f"{root} has no {package}-*.dist-info: the installed "
+                                  "version is unknown, so its released file cannot be had",
+                                  hint="give the pristine text with --from BACKUP")
+        dist = posixpath.basename(info)[: -len(".dist-info")].rsplit("-", 1)[0]
+        version = installed_version(target.read_bytes(posixpath.join(info, "METADATA"))
+                                    .decode("utf-8", "replace"))
+        if version is None:
+            raise VariantctlError(f"{info}/METADATA names no Version")
+        key = f"{dist}=={version}"
+        if key not in released:
+            released[key] = (released_file(dist, version, rel, cache_dir), key)
+        pristine, label = released[key]
+        path = module_path(root, module)
+        check_under_root(target, root, rel)
+        edited = target.read_bytes(path)
+        if edited != pristine:
+            return root, path, edited, pristine, label
+    raise RecordError(f"no copy of {module} differs from its released text "
+                      f"({', '.join(released)}): nothing to record")
+
+
 def adopt(target: Target, *, root: str, path: str, patchset: Patchset, pristine: bytes,
-          edited: bytes, backup: str, now: datetime) -> str:
+          edited: bytes, backup: str | None, now: datetime) -> str:
     """Take the edited copy over as applied by ``patchset``: one ledger record whose
     backup holds the pristine text (the user's, if beside the file; else a new one).
     The file itself is not written."""
@@ -199,7 +252,7 @@ def adopt(target: Target, *, root: str, path: str, patchset: Patchset, pristine:
         if target.read_bytes(path) != edited:
             raise VariantctlError(f"{path} changed while it was recorded; not adopted",
                                   exit_code=3)
-        if posixpath.dirname(backup) != posixpath.dirname(path):
+        if backup is None or posixpath.dirname(backup) != posixpath.dirname(path):
             backup, exists = choose_backup(target, path, pristine,
                                            template=patchset.backup_template, now=now,
                                            patchset=patchset.name, managed=(path,))
