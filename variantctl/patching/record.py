@@ -38,11 +38,12 @@ import libcst as cst
 from variantctl.errors import VariantctlError
 from variantctl.patching import funcprint
 from variantctl.patching.engine import (
-    _FINDERS,
-    _Matcher,
-    _op_state,
+    Matcher,
     analyze,
+    dotted,
     function_source,
+    normalise,
+    state_in,
 )
 from variantctl.patching.model import Operation
 from variantctl.patching.scopes import Chain
@@ -231,23 +232,17 @@ class _Ops:
     def __init__(self, module: str, old: cst.Module, new: cst.Module):
         self.module = module
         self.old, self.new = old, new
-        self.m_old, self.m_new = _Matcher(old), _Matcher(new)
+        self.m_old, self.m_new = Matcher(old), Matcher(new)
 
     def holds(self, op: Operation) -> bool:
         """``op`` matches exactly as expected: pristine in the old text, applied in the new."""
         if op.from_ is not None and op.to is not None and op.kind != "replace-function":
-            from variantctl.patching.engine import normalise
-
             if normalise(op.from_) is None or normalise(op.to) is None:
                 return False
             if normalise(op.from_) == normalise(op.to):
                 return False
-        finder = _FINDERS[op.kind]
-        old_state, _ = _op_state(op, finder(self.old, op, self.m_old))
-        if old_state != PRISTINE:
-            return False
-        new_state, _ = _op_state(op, finder(self.new, op, self.m_new))
-        return new_state == APPLIED
+        return (state_in(self.old, op, self.m_old) == PRISTINE
+                and state_in(self.new, op, self.m_new) == APPLIED)
 
     def op(self, kind: str, **fields: object) -> Operation:
         return Operation(id="", kind=kind, module=self.module, where="recorded",
@@ -274,8 +269,6 @@ class _Ops:
 
     def _forms(self, old: cst.BaseExpression, new: cst.BaseExpression, chain: Chain
                ) -> list[Operation]:
-        from variantctl.patching.engine import _dotted
-
         src, dst = self.old.code_for_node(old).strip(), self.new.code_for_node(new).strip()
         scope = _qual(chain)
         within = (scope,) if scope else ()
@@ -284,7 +277,7 @@ class _Ops:
         out: list[Operation] = []
         if isinstance(parent, cst.Arg) and parent.keyword is not None and isinstance(
                 grand, cst.Call) and parent.value is old:
-            callee = _dotted(grand.func)
+            callee = dotted(grand.func)
             if callee is not None:
                 out.append(self.op("set-keyword", callee=callee.rsplit(".", 1)[-1],
                                    keyword=parent.keyword.value, within=within,
@@ -295,7 +288,7 @@ class _Ops:
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is old:
             targets = ([t.target for t in parent.targets] if isinstance(parent, cst.Assign)
                        else [parent.target])
-            names = [_dotted(t) for t in targets]
+            names = [dotted(t) for t in targets]
             if len(names) == 1 and names[0] is not None:
                 out.append(self.op("set-assignment", target=names[0], scope=scope,
                                    from_=src, to=dst))
