@@ -11,11 +11,15 @@ from variantctl.env import Environment
 
 @click.command()
 @click.argument("name", required=False)
+@click.option("--scan", is_flag=True,
+              help="Instead: list the files of distribution NAME (default vllm) that differ "
+                   "from pip's RECORD, on every root: patched by a patchset, or hand edits "
+                   "(with their .bak* copies).")
 @root_options
 @json_option
 @pass_env
 def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name: str,
-           hosts_csv: str | None, as_json: bool) -> None:
+           hosts_csv: str | None, as_json: bool, scan: bool) -> None:
     """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
 
     Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
@@ -25,6 +29,10 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     """
     from variantctl.cli import finish
     from variantctl.cli.hostresults import worst_exit_code
+
+    if scan:
+        _scan(env, name or "vllm", roots, host_name, hosts_csv, as_json)
+        return
     from variantctl.config.patchsets import patchset_names
 
     names = [name] if name else patchset_names(env.patchsets_dir)
@@ -44,5 +52,21 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
         exit_code=lambda reports: worst_exit_code(
             r.exit_code for r in reports if name or not absent(r)),
     )
+    if code:
+        finish(code)
+
+
+def _scan(env: Environment, package: str, roots: tuple[str, ...], host_name: str,
+          hosts_csv: str | None, as_json: bool) -> None:
+    from variantctl.cli import finish
+    from variantctl.render.scan import scan_blocks, scan_exit
+    from variantctl.usecases.patching import PatchRequest, scan_package
+
+    runs = scan_package(env, package, PatchRequest(package, host_name, hosts_csv, roots))
+    code = render_per_host(
+        env, runs, multi=bool(hosts_csv), as_json=as_json,
+        to_json=lambda scans: {"roots": [s.to_json() for s in scans]},
+        render=lambda scans: scan_blocks(env.cwd, scans),
+        exit_code=scan_exit)
     if code:
         finish(code)

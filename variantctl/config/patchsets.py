@@ -43,10 +43,11 @@ from variantctl.config.schema import (
 )
 from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
 from variantctl.errors import ConfigError, NotFoundError
+from variantctl.patching import funcprint
 from variantctl.patching.model import Operation, Patchset
 
-OP_KINDS = ("set-keyword", "set-assignment", "set-default", "replace-expression", "custom",
-            "instrument")
+OP_KINDS = ("set-keyword", "set-assignment", "set-default", "replace-expression",
+            "replace-function", "custom", "instrument")
 
 DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 NAME_RE = r"[a-z0-9][a-z0-9_.-]*"
@@ -115,6 +116,14 @@ _OP_SCHEMAS: dict[str, Struct[StructData]] = {
         "from": Field(_EXPR, required=True),
         "to": Field(_EXPR, required=True),
     }),
+    "replace-function": Struct("replace-function operation", {
+        **_COMMON,
+        "function": Field(_QUAL, required=True),
+        "from": Field(Str(pattern=funcprint.PATTERN,
+                          what="the pristine function's fingerprint (sha256:16 hex digits)"),
+                      required=True),
+        "to": Field(Str(what="the new function's source"), required=True),
+    }),
     "custom": Struct("custom operation", {
         **_COMMON,
         "file": Field(Str(pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.py",
@@ -140,6 +149,9 @@ def _check_operation(raw: object, path: KeyPath, doc: Document) -> StructData:
         hint = did_you_mean(str(kind), OP_KINDS) or f"known operations: {', '.join(OP_KINDS)}"
         raise doc.error((*path, "op"), f"unknown operation {kind!r}", hint=hint)
     data = _OP_SCHEMAS[kind].check(raw, path, doc)
+    if kind == "replace-function":
+        _check_function(data, path, doc)
+        return data
     for key in ("from", "to"):
         if key in data:
             problem = _expr_problem(data[key])
@@ -148,6 +160,19 @@ def _check_operation(raw: object, path: KeyPath, doc: Document) -> StructData:
     if "from" in data and _same_expr(data["from"], data["to"]):
         raise doc.error((*path, "to"), "`from` and `to` are the same expression")
     return data
+
+
+def _check_function(data: StructData, path: KeyPath, doc: Document) -> None:
+    node = funcprint.parse_function(data["to"])
+    name = data["function"].rsplit(".", 1)[-1]
+    if node is None:
+        raise doc.error((*path, "to"), "not the source of one function (a `def`, with its "
+                        "decorators)")
+    if node.name != name:
+        raise doc.error((*path, "to"), f"defines {node.name!r}, not {name!r}")
+    if funcprint.fingerprint(data["to"]) == data["from"]:
+        raise doc.error((*path, "to"), "`to` has the pristine function's fingerprint "
+                        "(nothing would change)")
 
 
 def _same_expr(a: str, b: str) -> bool:

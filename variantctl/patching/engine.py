@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from variantctl.patching import custom, instrument
+from variantctl.patching import custom, funcprint, instrument
 from variantctl.patching.model import Operation
 from variantctl.patching.scopes import Candidate, Chain, body_statements, scopes
 from variantctl.patching.states import (
@@ -80,7 +80,7 @@ def pattern(text: str) -> _Pattern:
     return p
 
 
-class _Matcher:
+class Matcher:
     """Compares nodes of one module with patterns (code of a node computed once)."""
 
     def __init__(self, module: cst.Module):
@@ -182,11 +182,11 @@ def _calls(root: cst.CSTNode, chain: Chain) -> list[tuple[cst.Call, Chain]]:
     return out
 
 
-def _dotted(node: cst.CSTNode) -> str | None:
+def dotted(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
+        base = dotted(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
 
@@ -201,13 +201,13 @@ def _scope_roots(module: cst.Module, names: Sequence[str]) -> list[tuple[cst.CST
     return [(node, (*chain, node)) for qual, node, chain in scopes(module) if qual in wanted]
 
 
-def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+def _find_keyword(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     assert op.callee is not None
     out: list[Candidate] = []
     seen: set[int] = set()
     for root, chain in _scope_roots(module, op.within):
         for node, parents in _calls(root, chain):
-            name = _dotted(node.func)
+            name = dotted(node.func)
             if name is None or not (name == op.callee or name.endswith("." + op.callee)):
                 continue
             for arg in node.args:
@@ -221,7 +221,7 @@ def _find_keyword(module: cst.Module, op: Operation, m: _Matcher) -> list[Candid
     return out
 
 
-def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+def _find_default(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     out: list[Candidate] = []
     for qual, node, chain in scopes(module):
         if qual != op.function or not isinstance(node, cst.FunctionDef):
@@ -239,7 +239,7 @@ def _find_default(module: cst.Module, op: Operation, m: _Matcher) -> list[Candid
     return out
 
 
-def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+def _find_assignment(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     roots = _scope_roots(module, [op.scope]) if op.scope else [(module, (module,))]
     out: list[Candidate] = []
     for root, chain in roots:
@@ -249,8 +249,8 @@ def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[Can
             for small in stmt.body:
                 value: cst.BaseExpression | None = None
                 if (isinstance(small, cst.Assign) and any(
-                    _dotted(t.target) == op.target for t in small.targets
-                )) or (isinstance(small, cst.AnnAssign) and _dotted(small.target) == op.target):
+                    dotted(t.target) == op.target for t in small.targets
+                )) or (isinstance(small, cst.AnnAssign) and dotted(small.target) == op.target):
                     value = small.value
                 if value is None:
                     continue
@@ -259,7 +259,7 @@ def _find_assignment(module: cst.Module, op: Operation, m: _Matcher) -> list[Can
     return out
 
 
-def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[Candidate]:
+def _find_expression(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     assert op.from_ is not None and op.to is not None
     pats = (pattern(op.from_), pattern(op.to))
     out: list[Candidate] = []
@@ -279,7 +279,41 @@ def _find_expression(module: cst.Module, op: Operation, m: _Matcher) -> list[Can
     return out
 
 
+def function_source(module: cst.Module, node: cst.FunctionDef) -> str:
+    """A function's own text as ``replace-function`` records it: decorators, ``def`` and
+    body, dedented (libcst generates a nested node at column 0), without the blank
+    lines and comments above it (those belong to its surroundings)."""
+    return module.code_for_node(node.with_changes(leading_lines=()))
+
+
+def _find_function(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
+    assert op.function is not None and op.to is not None
+    applied = funcprint.fingerprint(op.to)
+    out: list[Candidate] = []
+    for qual, node, chain in scopes(module):
+        if qual != op.function or not isinstance(node, cst.FunctionDef):
+            continue
+        found = funcprint.fingerprint(function_source(module, node))
+        kind = "from" if found == op.from_ else "to" if found == applied else "other"
+        out.append(Candidate(node, chain, kind, f"def {node.name.value} ({found})"))
+    return out
+
+
+def _function_replacement(op: Operation, module: cst.Module, old: cst.CSTNode,
+                          reverse: bool) -> cst.CSTNode:
+    """The ``to`` function parsed in the module's own indentation and newline style,
+    keeping the blank lines and comments above the one it replaces."""
+    if reverse:
+        raise custom.CustomOpError(f"replace-function {op.function}: the pristine function "
+                                   "is known only by its fingerprint; only its backup can "
+                                   "undo it")
+    assert op.to is not None and isinstance(old, cst.FunctionDef)
+    new = cst.parse_statement(op.to, config=module.config_for_parsing)
+    return new.with_changes(leading_lines=old.leading_lines)
+
+
 _FINDERS = {
+    "replace-function": _find_function,
     "set-keyword": _find_keyword,
     "set-default": _find_default,
     "set-assignment": _find_assignment,
@@ -386,6 +420,12 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def state_in(module: cst.Module, op: Operation, matcher: Matcher) -> str:
+    """The state of one structural operation in an already parsed module (``patch
+    record`` tries many candidate operations on the same two parses)."""
+    return _op_state(op, _FINDERS[op.kind](module, op, matcher))[0]
+
+
 def _op_state(op: Operation, cands: list[Candidate]) -> tuple[str, str]:
     n_from = sum(c.kind == "from" for c in cands)
     n_to = sum(c.kind == "to" for c in cands)
@@ -437,7 +477,7 @@ def analyze(
     except Exception as exc:  # libcst rejects some inputs with other errors
         return FileAnalysis(digest, ERROR, error=f"cannot parse: {exc}")
 
-    m = _Matcher(module)
+    m = Matcher(module)
     found: list[tuple[Operation, list[Candidate], str, str]] = []
     swaps: dict[int, cst.CSTNode] = {}
     ancestors: set[int] = set()
@@ -462,10 +502,17 @@ def analyze(
         if state == (APPLIED if reverse else PRISTINE):
             assert new_text is not None
             for c in cands:
-                if c.kind == source_kind:
+                if c.kind != source_kind:
+                    continue
+                if op.kind == "replace-function":
+                    try:
+                        swaps[id(c.node)] = _function_replacement(op, module, c.node, reverse)
+                    except custom.CustomOpError as exc:
+                        return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
+                else:
                     swaps[id(c.node)] = _replacement(new_text, c.chain[-1] if c.chain else None)
-                    ancestors.update(id(a) for a in c.chain)
-                    swapped_chains.append(c.chain)
+                ancestors.update(id(a) for a in c.chain)
+                swapped_chains.append(c.chain)
             changed.append(op.id)
 
     new_module = module
@@ -530,11 +577,14 @@ def _lines(module: cst.Module, cands: list[Candidate]) -> dict[int, int]:
     ancestors: set[int] = set()
     markers: dict[str, int] = {}
     for i, c in enumerate(cands):
-        if not c.chain or not isinstance(c.node, cst.BaseExpression):
-            continue
         name = f"__variantctl_line_marker_{i}__"
+        if isinstance(c.node, cst.FunctionDef):  # its line is the `def` line
+            swaps[id(c.node)] = c.node.with_changes(name=cst.Name(name))
+        elif c.chain and isinstance(c.node, cst.BaseExpression):
+            swaps[id(c.node)] = cst.Name(name)
+        else:
+            continue
         markers[name] = id(c.node)
-        swaps[id(c.node)] = cst.Name(name)
         ancestors.update(id(a) for a in c.chain)
     rebuilt = _rebuild(module, swaps, ancestors)
     assert isinstance(rebuilt, cst.Module)

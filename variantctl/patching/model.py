@@ -30,7 +30,8 @@ class Operation:
     #: set-assignment: assigned name (``x`` or ``self.x``) and its scope ('' = module)
     target: str | None = None
     scope: str = ""
-    #: set-default: qualified function name and parameter
+    #: set-default: qualified function name and parameter; replace-function: the function
+    #: (its ``from`` is the pristine function's fingerprint, ``to`` the new source)
     function: str | None = None
     param: str | None = None
     #: number of matches expected
@@ -58,6 +59,8 @@ class Operation:
             return f"default of {self.param} in {self.function}"
         if self.kind == "replace-expression":
             return "expression" + (f" in {', '.join(self.within)}" if self.within else "")
+        if self.kind == "replace-function":
+            return f"function {self.function} (whole)"
         if self.kind == "instrument":
             return f"profile points {', '.join(self.functions)}" + (" (sync)" if self.sync
                                                                     else "")

@@ -56,6 +56,9 @@ class OpState:
         if self.kind == "instrument" and self.state in (PRISTINE, APPLIED):
             # the profile points this file has, with their lines
             return ", ".join(f"{f.code}:{f.line}" if f.line else f.code for f in self.found)
+        if self.kind == "replace-function" and self.state == APPLIED:
+            # the new function's first line, not its whole text
+            return (self.to or "").strip().splitlines()[0] if self.to else ""
         if self.state == PRISTINE:
             return self.from_ or ""
         if self.state == APPLIED:

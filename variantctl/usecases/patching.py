@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from variantctl.patching.model import Patchset
     from variantctl.patching.outcomes import RunReport
     from variantctl.targets.base import Target
+    from variantctl.targets.patchrecord import RecordReport
+    from variantctl.targets.scan import RootScan
 
 R = TypeVar("R")
 
@@ -186,3 +188,69 @@ def absent(report: RunReport) -> bool:
     modules = {f.module for f in report.files}
     return any(all(f.state == MISSING for f in report.files if f.module == m)
                for m in modules)
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    """``patch record NAME --module M``'s options: where the pristine text is (``backup``
+    on the host, or the installed release's file with ``from_pip``), what to try it on."""
+
+    name: str
+    module: str
+    host_name: str = "local"
+    roots: tuple[str, ...] = ()
+    backup: str | None = None
+    from_pip: bool = False
+    check_releases: tuple[str, ...] = ()
+    check_against: tuple[str, ...] = ()
+    description: str = ""
+    force: bool = False
+
+
+def record_patchset(env: Environment, req: RecordRequest) -> RecordReport:
+    """``patch record``: the hand edit of ``req.module`` on one host, recorded as
+    patchsets/NAME.yaml (verified, tried on the other copies, adopted)."""
+    import re
+
+    from variantctl.config.patchsets import NAME_RE, load_patchset_file
+    from variantctl.patching.model import Patchset
+    from variantctl.targets.patchrecord import record_patch
+
+    if (req.backup is None) == (not req.from_pip):
+        raise VariantctlError("give the pristine text: --from BACKUP or --from-pip (one)")
+    if not re.fullmatch(NAME_RE, req.name):
+        raise VariantctlError(f"bad patchset name {req.name!r}",
+                              hint="lowercase letters, digits, - _ . (it is the file name)")
+    # the roots holding the module, found as for a patchset of it
+    probe = Patchset(name=req.name, description="", modules=(req.module,), operations=(),
+                     backup_template="", source="", fingerprint="")
+
+    def work(host: Host | None, target: Target) -> RecordReport:
+        backup = req.backup
+        if backup is not None and (host is None or host.is_local):
+            backup = str((env.cwd / backup).resolve())  # relative to where it was typed
+        return record_patch(
+            target, roots=roots_for(env, host, target, probe, req.roots), module=req.module,
+            name=req.name, patchsets_dir=env.patchsets_dir, backup=backup,
+            check_releases=req.check_releases, cache_dir=env.cache_dir,
+            description=req.description, force=req.force,
+            check_against=[env.cwd / f for f in req.check_against], now=env.now(),
+            load_patchset_file=load_patchset_file)
+
+    (run,) = run_per_host(env, req.host_name, None, req.roots, work)
+    assert run.value is not None  # one --host: its error propagated
+    return run.value
+
+
+def scan_package(env: Environment, package: str, req: PatchRequest
+                 ) -> list[HostRun[list[RootScan]]]:
+    """``status --scan``: the files of distribution ``package`` that differ from pip's
+    RECORD on every root of every host (patched by a patchset, or hand edits)."""
+    from variantctl.patching.model import Patchset
+    from variantctl.targets.scan import scan
+
+    # the roots holding the package, found as for a patchset of that module
+    probe = Patchset(name=package, description="", modules=(package,), operations=(),
+                     backup_template="", source="", fingerprint="")
+    return run_per_host(env, req.host_name, req.hosts_csv, req.roots, lambda host, target: scan(
+        target, roots_for(env, host, target, probe, req.roots), package))
