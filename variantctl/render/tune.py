@@ -1,0 +1,56 @@
+"""``tune --dry-run``: the space, the sampler, what the rules prune and the budget."""
+
+from __future__ import annotations
+
+import math
+
+from variantctl.render.output import Block, text
+from variantctl.tune.model import Choices, settings_json
+from variantctl.tune.preflight import SpacePlan
+
+
+def _value(v: object) -> str:
+    if v is None:
+        return "unset"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def space_blocks(plan: SpacePlan) -> list[Block]:
+    from rich.table import Table
+
+    spec = plan.spec
+    size = plan.grid_size
+    head = (f"tune {spec.name} ({spec.source}): variant {spec.variant} on "
+            f"{', '.join(spec.hosts) or plan.host}, {spec.objective.label()}, "
+            + ("a space of reals (no grid)" if math.isinf(size)
+               else f"{size:,.0f} configurations in the grid"))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("SETTING", "VALUES"):
+        table.add_column(col)
+    for d in spec.space:
+        if isinstance(d, Choices):
+            shown = ", ".join(_value(settings_json({d.key: v})[d.key]) for v in d.values)
+        else:
+            shown = (f"{d.lo:g} … {d.hi:g}" + (" (log)" if d.log else "")
+                     + (" integers" if d.integer else ""))
+        table.add_row(d.key, shown)
+    blocks = [text(head), Block(table)]
+    for p in plan.pruned:
+        blocks.append(text(f"pruned: {p.key}={_value(settings_json({p.key: p.value})[p.key])}"
+                           f" — rule {p.rule}" + (f" ({p.signature})" if p.signature else "")
+                           + f": {p.message}"))
+    budget = spec.budget
+    parts = ([f"{budget.launches} launches"] if budget.launches is not None else []) + (
+        [f"{budget.minutes:g} minutes"] if budget.minutes is not None else [])
+    st = spec.stages
+    blocks.append(text(
+        f"sampler {plan.sampler} (seed {spec.seed}); budget {' and '.join(parts)}; "
+        f"stages: one probe launch per candidate, {st.repeats}–{st.max_repeats} launches "
+        f"for those within {st.reach_pct:g} % of the best (until its 95 % interval is "
+        f"within ±{st.ci_pct:g} %)"))
+    blocks.append(text("dry run: nothing launched", err=True))
+    return blocks
