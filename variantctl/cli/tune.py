@@ -1,4 +1,4 @@
-"""``variantctl tune NAME --dry-run [--json]``.
+"""``variantctl tune NAME [--dry-run] [--grace S] [--json]``.
 
 Thin: the options; the spec is read by :mod:`variantctl.config.tunes`, the space checked
 by :mod:`variantctl.tune.preflight`, printed by :mod:`variantctl.render.tune`.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import json_option, pass_env
+from variantctl.cli.common import FiniteFloat, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -17,14 +17,14 @@ from variantctl.env import Environment
 @click.option("--dry-run", is_flag=True,
               help="Print the space, what the pre-flight rules prune, the sampler and the "
               "budget; launch nothing.")
+@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
+              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
 @json_option
 @pass_env
-def tune(env: Environment, name: str, dry_run: bool, as_json: bool) -> None:
+def tune(env: Environment, name: str, dry_run: bool, grace: float, as_json: bool) -> None:
     """Search tunes/NAME.yaml's space of settings of a variant for the best configuration
     under its objective (docs/tune.md)."""
     from variantctl.cli.output import emit, print_json
-    from variantctl.errors import VariantctlError
-    from variantctl.exitcodes import ExitCode
     from variantctl.project.loaded import Project
     from variantctl.render.tune import space_blocks
     from variantctl.tune.preflight import plan_space
@@ -34,10 +34,15 @@ def tune(env: Environment, name: str, dry_run: bool, as_json: bool) -> None:
     base = project.resolve(spec.variant)
     plan = plan_space(spec, base, project.hosts, project.patchset_names)
     if not dry_run:
-        raise VariantctlError(
-            "tune launches nothing yet: only --dry-run is implemented (the search is "
-            "docs/tune.md's next step)", hint=f"variantctl tune {name} --dry-run",
-            exit_code=ExitCode.USAGE)
+        from variantctl.cli.tuneflow import run_tune
+        from variantctl.render.tune import result_blocks
+
+        doc = run_tune(env, name, grace=grace)
+        if as_json:
+            print_json(env, doc)
+        else:
+            emit(env, result_blocks(doc))
+        return
     if as_json:
         print_json(env, {"dry_run": True, "plan": plan.to_json()})
     else:

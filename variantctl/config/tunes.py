@@ -346,3 +346,25 @@ def _objective(data: _ObjectiveData, doc: Document) -> tuple[Objective, dict[str
                         "metric", hint=f"write {MINIMIZE if kind == MAXIMIZE else MAXIMIZE}:"
                         f" {metric}")
     return Objective(kind, metric, data.get("level")), extra
+
+
+#: the first line of a variant file ``tune`` wrote (it replaces only such a file)
+MARK = "written by variantctl tune"
+
+
+def best_variant_text(name: str, base: str, tune: str, args: dict[str, Any],
+                      env: dict[str, str | None], requires: tuple[str, ...] | None,
+                      summary: str) -> str:
+    """The YAML of ``variants/NAME.yaml`` that ``extends`` ``base`` with only the settings
+    the tune changed (a null removes a flag or variable, as in any variant file)."""
+    import yaml
+
+    body: dict[str, Any] = {"description": f"{MARK} {tune}: {summary}", "extends": base}
+    if args:
+        body["args"] = args
+    if env:
+        body["env"] = env
+    if requires is not None:
+        body["requires"] = list(requires)
+    head = f"# {MARK} {tune} ({name}); a later tune {tune} replaces this file\n"
+    return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
+from variantctl.jsontypes import JsonMapping
+from variantctl.logs.bounded import visible_lines
 from variantctl.render.output import Block, text
 from variantctl.tune.model import Choices, settings_json
 from variantctl.tune.preflight import SpacePlan
@@ -53,4 +56,45 @@ def space_blocks(plan: SpacePlan) -> list[Block]:
         f"for those within {st.reach_pct:g} % of the best (until its 95 % interval is "
         f"within ±{st.ci_pct:g} %)"))
     blocks.append(text("dry run: nothing launched", err=True))
+    return blocks
+
+
+def result_blocks(doc: JsonMapping) -> list[Block]:
+    """The trials in order (objective, best so far, state and reason), then the verdict."""
+    from rich.table import Table
+
+    tune = doc["tune"]
+    assert isinstance(tune, Mapping)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("#", "SETTINGS", "STATE", "LAUNCHES", "OBJECTIVE", "NOTE"):
+        table.add_column(col)
+    trials = tune["trials"]
+    assert isinstance(trials, list)
+    for i, t in enumerate(trials):
+        assert isinstance(t, Mapping)
+        settings = t["settings"]
+        label = " ".join(f"{str(k).split('.', 1)[-1]}={_value(v)}"
+                         for k, v in (settings.items() if isinstance(settings, Mapping)
+                                      else ())) or "(base)"
+        obj = t["objective"]
+        table.add_row(str(i), label, str(t["state"]), str(t["launches"]),
+                      f"{obj:.4g}" if isinstance(obj, (int, float)) else "—",
+                      visible_lines(str(t["reason"] or "")))
+    blocks = [Block(table)]
+    trace = tune.get("best_so_far")
+    if isinstance(trace, list) and trace:
+        blocks.append(text("best so far: " + " → ".join(
+            f"{v:.4g}" for v in trace if isinstance(v, (int, float)))))
+    best = tune["best"]
+    if isinstance(best, Mapping):
+        ci = best["ci95"]
+        lo, hi = ci if isinstance(ci, list) else (None, None)
+        blocks.append(text(f"best: {best['settings']} {best['objective']:.4g} "
+                           f"(95 % CI {lo:.4g} … {hi:.4g})"))
+    blocks.append(text(f"{tune['verdict']}; {tune['launches']} launches"))
+    eq = tune["equivalent"]
+    if isinstance(eq, list) and eq:
+        blocks.append(text(f"not significantly different from the best: {eq}"))
+    written = tune["variant_written"]
+    blocks.append(text(f"wrote {written}" if written else "no variant written"))
     return blocks
