@@ -180,8 +180,12 @@ def run_tune(env: Environment, name: str, *, grace: float) -> JsonObject:
     spec = project.tune(name)
     base = project.resolve(spec.variant)
     plan_space(spec, base, project.hosts, project.patchset_names)
+    from variantctl.sweeps.lock import sweep_lock
+
     lab = TuneLab(env, project, spec, base, grace)
-    log = run_search(spec, lab, hosts=len(lab.hosts), clock=env.clock)
+    # one run of a tune at a time (a second is refused, exit 3, as a sweep's is)
+    with sweep_lock(env.runs_dir, f"tune-{spec.name}", started_at=env.now().isoformat()):
+        log = run_search(spec, lab, hosts=len(lab.hosts), clock=env.clock)
     verdict = decide(log, maximize=spec.objective.maximize)
     written: str | None = None
     if verdict.best is not None and verdict.beats_base:

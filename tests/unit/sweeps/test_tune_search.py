@@ -85,3 +85,29 @@ def test_the_winner_beats_the_base_beyond_the_noise() -> None:
     assert len(verdict.best.values) >= 2
     base = next(c for c in log.candidates if c.is_base)
     assert len(base.values) >= 2
+
+
+def test_the_result_table_shows_every_trial_and_the_verdict() -> None:
+    from rich.console import Console
+
+    from variantctl.render.tune import result_blocks
+
+    doc = {"tune": {
+        "best": {"settings": {"args.max-num-seqs": 16}, "objective": 16.0,
+                 "ci95": [15.5, 16.5], "run_id": "abc-3"},
+        "equivalent": [],
+        "trials": [{"settings": {}, "state": "measured", "objective": 1.0, "run_id": "b-2",
+                    "reason": None, "launches": 3},
+                   {"settings": {"args.max-num-seqs": 32}, "state": "failed",
+                    "objective": None, "run_id": "r32", "reason": "oom:\x1b[31m out",
+                    "launches": 0}],
+        "launches": 7, "best_so_far": [1.0, 16.0], "variant_written": "/p/v.yaml",
+        "verdict": "beats the base variant beyond the noise"}}
+    console = Console(width=200, record=True, color_system=None)
+    for b in result_blocks(doc):
+        console.print(b.body)
+    out = console.export_text()
+    assert "(base)" in out and "max-num-seqs=32" in out and "failed" in out
+    assert "\x1b" not in out  # a server's text is shown with escapes made visible
+    assert "best so far: 1 → 16" in out
+    assert "95 % CI 15.5 … 16.5" in out and "wrote /p/v.yaml" in out
