@@ -37,7 +37,10 @@ def objective_of(run: RunInput, spec: TuneSpec) -> float | None:
         return None
     result = run.results[0][1]
     if spec.objective.kind == SEARCH:
-        return None if result.search is None else result.search.best_level
+        if result.search is None:
+            return None
+        # no level met the SLO: a capacity of 0, measured (not a failed launch)
+        return result.search.best_level or 0.0
     level = spec.objective.level or spec.bench[0].concurrency[-1]
     get = HEADLINES[spec.objective.metric].of_level
     values = [v for lv in result.levels if lv.concurrency == level
