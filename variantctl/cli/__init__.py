@@ -69,6 +69,8 @@ register("report", "variantctl.cli.report", "report", "Write a report of a sweep
 register("compare", "variantctl.cli.compare", "compare", "Compare two runs.")
 register("bisect", "variantctl.cli.bisect", "bisect",
          "Find which setting makes the difference between two runs.")
+register("tune", "variantctl.cli.tune", "tune",
+         "Search a space of settings for a variant's best configuration.")
 register("profile", "variantctl.cli.profile", "profile", "Show a run's profile breakdown.")
 
 

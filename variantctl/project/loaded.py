@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from variantctl.runs.store import RunStore
     from variantctl.secretmask import SecretRule
     from variantctl.sweeps.model import SweepSpec
+    from variantctl.tune.model import TuneSpec
     from variantctl.variants.model import ResolvedVariant
 
 #: the project's own signature directory (read by every command that diagnoses a log)
@@ -138,6 +139,12 @@ class Project:
         from variantctl.config.sweeps import load_sweep, sweeps_dir
 
         return load_sweep(sweeps_dir(self.root), name, display_base=self.root)
+
+    def tune(self, name: str) -> TuneSpec:
+        """Tuning spec ``name`` from the project's ``tunes/``."""
+        from variantctl.config.tunes import load_tune, tunes_dir
+
+        return load_tune(tunes_dir(self.root), name, display_base=self.root)
 
     @cached_property
     def runs(self) -> RunStore:

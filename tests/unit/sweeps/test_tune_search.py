@@ -1,0 +1,113 @@
+"""The search loop with a stand-in lab (no server): predicted and known failures are
+never launched, a failed launch is a result, reused measurements cost no launch, the
+budget holds, and no winner is claimed from one launch per side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tests.unit.sweeps.test_tune_spec import parse
+from variantctl.tune.model import Settings
+from variantctl.tune.search import (
+    FAILED,
+    HISTORICAL,
+    PREDICTED,
+    REUSED,
+    Launched,
+    Screened,
+    run_search,
+)
+from variantctl.tune.verdict import decide
+
+SPEC = ("variant: base\nspace:\n  args.max-num-seqs: [1, 2, 4, 8, 16, 32]\n"
+        "objective: {maximize: output_throughput}\nbudget: {launches: 12}\n"
+        "sampler: tpe\nseed: 3\n")
+
+
+class StandInLab:
+    """Throughput = max-num-seqs (the base: 1); 4 predicted, 8 failed before, 16 measured
+    before, 32 fails when launched."""
+
+    def __init__(self) -> None:
+        self.launched: list[Settings] = []
+
+    def screen(self, settings: Settings) -> Screened:
+        seqs = settings.get("args.max-num-seqs")
+        if seqs == 4:
+            return Screened(PREDICTED, "rule says no")
+        if seqs == 8:
+            return Screened(HISTORICAL, "run x-1 ended failed")
+        if seqs == 16:
+            return Screened(None, reused=(("old-1", 16.0),))
+        return Screened(None)
+
+    def launch(self, batch: Sequence[Settings]) -> list[Launched]:
+        self.launched.extend(batch)
+        out = []
+        for s in batch:
+            seqs = s.get("args.max-num-seqs", 1)
+            assert isinstance(seqs, int)
+            if seqs == 32:
+                out.append(Launched("r32", None, "oom: out of memory"))
+            else:
+                out.append(Launched(f"r{seqs}-{len(self.launched)}",
+                                    float(seqs) + 0.01 * (len(self.launched) % 3)))
+        return out
+
+
+def test_failures_known_in_advance_are_never_launched_and_a_failed_launch_is_a_result() -> None:
+    lab = StandInLab()
+    log = run_search(parse(SPEC), lab)
+    launched = {s.get("args.max-num-seqs") for s in lab.launched}
+    assert not launched & {4, 8}
+    by_seqs = {c.settings.get("args.max-num-seqs"): c for c in log.candidates}
+    assert {4, 8, 16} <= set(by_seqs)  # proposed, screened, not launched
+    assert by_seqs[4].state == PREDICTED and by_seqs[8].state == HISTORICAL
+    assert by_seqs[16].state == REUSED and by_seqs[16].runs[0] == ("old-1", 16.0)
+    if 32 in by_seqs:
+        assert by_seqs[32].state == FAILED and "oom" in by_seqs[32].reason
+    assert log.launches == len(lab.launched) and log.spent <= 12
+
+
+def test_no_winner_from_one_launch_per_side() -> None:
+    lab = StandInLab()
+    spec = parse(SPEC.replace("launches: 12", "launches: 1"))
+    log = run_search(spec, lab)
+    verdict = decide(log, maximize=True)
+    assert verdict.best is None and not verdict.beats_base
+    assert "twice" in verdict.reason
+
+
+def test_the_winner_beats_the_base_beyond_the_noise() -> None:
+    log = run_search(parse(SPEC), StandInLab())
+    verdict = decide(log, maximize=True)
+    assert verdict.best is not None and verdict.beats_base
+    assert len(verdict.best.values) >= 2
+    base = next(c for c in log.candidates if c.is_base)
+    assert len(base.values) >= 2
+
+
+def test_the_result_table_shows_every_trial_and_the_verdict() -> None:
+    from rich.console import Console
+
+    from variantctl.render.tune import result_blocks
+
+    doc = {"tune": {
+        "best": {"settings": {"args.max-num-seqs": 16}, "objective": 16.0,
+                 "ci95": [15.5, 16.5], "run_id": "abc-3"},
+        "equivalent": [],
+        "trials": [{"settings": {}, "state": "measured", "objective": 1.0, "run_id": "b-2",
+                    "reason": None, "launches": 3},
+                   {"settings": {"args.max-num-seqs": 32}, "state": "failed",
+                    "objective": None, "run_id": "r32", "reason": "oom:\x1b[31m out",
+                    "launches": 0}],
+        "launches": 7, "best_so_far": [1.0, 16.0], "variant_written": "/p/v.yaml",
+        "verdict": "beats the base variant beyond the noise"}}
+    console = Console(width=200, record=True, color_system=None)
+    for b in result_blocks(doc):
+        console.print(b.body)
+    out = console.export_text()
+    assert "(base)" in out and "max-num-seqs=32" in out and "failed" in out
+    assert "\x1b" not in out  # a server's text is shown with escapes made visible
+    assert "best so far: 1 → 16" in out
+    assert "95 % CI 15.5 … 16.5" in out and "wrote /p/v.yaml" in out

@@ -1,0 +1,277 @@
+"""The search: Optuna's ask/tell proposes, a :class:`Lab` screens and measures, the stages
+decide how many launches each candidate gets (docs/tune.md).
+
+Optuna is imported here only (``tune`` without ``--dry-run`` imports this module), so
+``variantctl --help`` stays cheap. The lab does every effect: this loop only decides.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from variantctl.tune.model import (
+    PATCHSETS,
+    Choices,
+    Settings,
+    SettingValue,
+    TuneSpec,
+    settings_json,
+)
+from variantctl.tune.preflight import choose_sampler
+
+if TYPE_CHECKING:
+    import optuna
+
+MEASURED, PRUNED, PREDICTED, HISTORICAL, REUSED, FAILED = (
+    "measured", "pruned", "predicted", "historical", "reused", "failed")
+#: consecutive proposals already seen after which the space counts as exhausted
+MAX_REPEATED_PROPOSALS = 30
+
+
+@dataclass(frozen=True)
+class Screened:
+    """What is known of a candidate before it launches."""
+
+    state: str | None  # PREDICTED | HISTORICAL | None (it may launch)
+    reason: str = ""
+    #: earlier launches of the same configuration and bench: ``(run_id, objective)``
+    reused: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Launched:
+    """One launch of a candidate: its objective, or why it has none."""
+
+    run_id: str | None
+    value: float | None
+    reason: str = ""
+
+
+class Lab(Protocol):
+    def screen(self, settings: Settings) -> Screened: ...
+
+    def launch(self, batch: Sequence[Settings]) -> list[Launched]: ...
+
+
+@dataclass
+class Candidate:
+    """Every launch of one configuration in this tune (or reused from the store)."""
+
+    number: int
+    settings: Settings
+    state: str
+    reason: str = ""
+    runs: list[tuple[str, float]] = field(default_factory=list)
+    is_base: bool = False
+
+    @property
+    def values(self) -> list[float]:
+        return [v for _, v in self.runs]
+
+    def mean(self) -> float | None:
+        return math.fsum(self.values) / len(self.values) if self.values else None
+
+
+@dataclass
+class SearchLog:
+    candidates: list[Candidate] = field(default_factory=list)
+    #: launches this invocation made
+    launches: int = 0
+    #: measurements the budget has paid for: launches, and earlier launches reused (so
+    #: running the tune again, after Ctrl-C or a kill, continues within its budget)
+    spent: int = 0
+    trace: list[float] = field(default_factory=list)  # best-so-far after each trial
+
+
+def _encode(value: SettingValue) -> Any:
+    # Optuna's categorical choices are scalars: a patchset list travels as its text
+    return ",".join(value) if isinstance(value, tuple) else value
+
+
+def distributions(spec: TuneSpec) -> dict[str, optuna.distributions.BaseDistribution]:
+    import optuna
+
+    out: dict[str, optuna.distributions.BaseDistribution] = {}
+    for d in spec.space:
+        if isinstance(d, Choices):
+            out[d.key] = optuna.distributions.CategoricalDistribution(
+                [_encode(v) for v in d.values])
+        elif d.integer:
+            out[d.key] = optuna.distributions.IntDistribution(int(d.lo), int(d.hi), log=d.log)
+        else:
+            out[d.key] = optuna.distributions.FloatDistribution(d.lo, d.hi, log=d.log)
+    return out
+
+
+def _decode(spec: TuneSpec, params: dict[str, Any]) -> Settings:
+    out: dict[str, SettingValue] = {}
+    for d in spec.space:
+        raw = params[d.key]
+        if d.key == PATCHSETS and isinstance(d, Choices):
+            out[d.key] = next(v for v in d.values if _encode(v) == raw)
+        else:
+            out[d.key] = raw
+    return out
+
+
+def _sampler(spec: TuneSpec, explore: int) -> optuna.samplers.BaseSampler:
+    import optuna
+
+    kind = choose_sampler(spec)
+    if kind == "grid":
+        grid: dict[str, Any] = {}
+        for d in spec.space:
+            grid[d.key] = ([_encode(v) for v in d.values] if isinstance(d, Choices)
+                           else list(d.values()))
+        return optuna.samplers.GridSampler(grid, seed=spec.seed)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=spec.seed)
+    # a third of the exploring launches at random before TPE models them (Optuna's
+    # default of 10 would spend a small budget on random proposals alone)
+    return optuna.samplers.TPESampler(seed=spec.seed,
+                                      n_startup_trials=max(3, min(10, explore // 3)))
+
+
+def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
+               clock: Callable[[], float] = time.monotonic) -> SearchLog:
+    """Measure the base variant, explore with one probe launch per new candidate, then
+    confirm the best (and the base) with repeated launches, within the budget."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    maximize = spec.objective.maximize
+    st = spec.stages
+    budget = spec.budget.launches
+    deadline = None if spec.budget.minutes is None else clock() + 60.0 * spec.budget.minutes
+    reserve = 2 * (st.repeats - 1)  # the best's and the base's repeats
+    explore = (budget - 1 - reserve) if budget is not None else 10 ** 6
+    dists = distributions(spec)
+    study = optuna.create_study(direction="maximize" if maximize else "minimize",
+                                sampler=_sampler(spec, max(explore, 1)))
+    log = SearchLog()
+    seen: dict[str, Candidate] = {}
+
+    def left() -> int:
+        if deadline is not None and clock() >= deadline:
+            return 0
+        return (budget - log.spent) if budget is not None else 10 ** 6
+
+    def better(a: float, b: float) -> bool:
+        return a > b if maximize else a < b
+
+    def record_best() -> None:
+        means = [m for c in log.candidates if (m := c.mean()) is not None]
+        if means:
+            log.trace.append(max(means) if maximize else min(means))
+
+    def launch(batch: list[Candidate]) -> None:
+        results = lab.launch([c.settings for c in batch])
+        for c, r in zip(batch, results, strict=True):
+            log.launches += 1
+            log.spent += 1
+            if r.value is None:
+                c.state, c.reason = FAILED, r.reason
+            else:
+                c.runs.append((r.run_id or "", r.value))
+
+    # the base variant: what a winner must beat
+    base = Candidate(0, {}, MEASURED, is_base=True)
+    screened = lab.screen({})
+    base.runs.extend(screened.reused)
+    log.spent += len(screened.reused)
+    log.candidates.append(base)
+    if not base.runs and left() > 0:
+        launch([base])
+    repeated = 0
+    grid = choose_sampler(spec) == "grid"
+    while left() > reserve and repeated < MAX_REPEATED_PROPOSALS:
+        if grid and len(seen) >= spec.grid_size:
+            break
+        batch: list[Candidate] = []
+        asked: list[tuple[optuna.trial.Trial, Candidate]] = []
+        while len(batch) < hosts and left() - len(batch) > reserve \
+                and repeated < MAX_REPEATED_PROPOSALS:
+            trial = study.ask(dists)
+            settings = _decode(spec, trial.params)
+            key = repr(sorted(settings_json(settings).items()))
+            if key in seen:  # told what it got before; no launch
+                old = seen[key]
+                m = old.mean()
+                study.tell(trial, m if m is not None else None,
+                           state=None if m is not None else optuna.trial.TrialState.FAIL)
+                repeated += 1
+                continue
+            repeated = 0
+            cand = Candidate(len(log.candidates), settings, MEASURED)
+            seen[key] = cand
+            log.candidates.append(cand)
+            s = lab.screen(settings)
+            if s.state is not None:
+                cand.state, cand.reason = s.state, s.reason
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                continue
+            if s.reused:
+                cand.state, cand.reason = REUSED, f"measured before: run {s.reused[0][0]}"
+                cand.runs.extend(s.reused)
+                log.spent += len(s.reused)
+                # its probe (the first launch), as the optimiser was told the first
+                # time: a rerun then proposes what the interrupted run proposed
+                study.tell(trial, cand.values[0])
+                continue
+            batch.append(cand)
+            asked.append((trial, cand))
+        if batch:
+            launch(batch)
+        for trial, cand in asked:
+            m = cand.mean()
+            if m is None:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(trial, m)
+        record_best()
+    _confirm(spec, log, base, left, launch, better, hosts)
+    record_best()
+    return log
+
+
+def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[], int],
+             launch: Callable[[list[Candidate]], None],
+             better: Callable[[float, float], bool], hosts: int) -> None:
+    """Repeat launches of the best, the base and those within reach of the best."""
+    from variantctl.bench import stats
+
+    st = spec.stages
+    while left() > 0:
+        live = [c for c in log.candidates if c.values and c.state != FAILED]
+        if not live:
+            return
+        best = live[0]
+        for c in live[1:]:
+            mc, mb = c.mean(), best.mean()
+            if mc is not None and mb is not None and better(mc, mb):
+                best = c
+        top = best.mean() or 0.0
+        # first every launch the comparison needs (the best, the base, those within
+        # reach, up to ``repeats``), then more of the best while its interval is wide
+        need: list[Candidate] = []
+        for c in [best, base, *live]:
+            if c in need or not c.values or c.state == FAILED:
+                continue
+            m = c.mean() or 0.0
+            within = abs(m - top) <= abs(top) * st.reach_pct / 100.0
+            if len(c.values) < st.repeats and (c is best or c is base or within):
+                need.append(c)
+        if not need and st.repeats <= len(best.values) < st.max_repeats \
+                and stats.t_interval(best.values).half_width_pct > st.ci_pct:
+            need.append(best)
+        if not need:
+            break
+        launch(need[:max(1, min(hosts, left()))])
+    for c in log.candidates:
+        if c.state == MEASURED and len(c.values) < spec.stages.repeats and not c.is_base:
+            c.state = PRUNED
+            c.reason = "its probe was not within reach of the best"
