@@ -26,8 +26,8 @@ from variantctl.config.schema import (
     Struct,
 )
 from variantctl.config.variants import NAME_PATTERN
-from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
-from variantctl.errors import ConfigError, NotFoundError, VariantctlError
+from variantctl.config.yamlload import Document, KeyPath, load_named, yaml_names
+from variantctl.errors import ConfigError, VariantctlError
 from variantctl.spelling import did_you_mean
 from variantctl.sweeps.grid import grid_size, too_many_points
 from variantctl.sweeps.model import Axis, GridValue, StopRules, SweepSpec
@@ -163,24 +163,12 @@ def sweeps_dir(project: Path) -> Path:
 
 
 def sweep_names(directory: Path) -> list[str]:
-    if not directory.is_dir():
-        return []
-    return sorted(p.stem for p in directory.iterdir()
-                  if p.suffix in (".yaml", ".yml") and p.is_file())
+    return yaml_names(directory)
 
 
 def load_sweep(directory: Path, name: str, *, display_base: Path | None = None) -> SweepSpec:
     """Load ``directory/NAME.yaml``; NotFoundError (with did-you-mean) when there is none."""
-    path = next((directory / f"{name}{s}" for s in (".yaml", ".yml")
-                 if (directory / f"{name}{s}").is_file()), None)
-    if path is None or "/" in name:
-        names = sweep_names(directory)
-        hint = did_you_mean(name, names) or (
-            f"sweeps: {', '.join(names)}" if names else f"write {directory}/{name}.yaml")
-        raise NotFoundError(f"no sweep {name!r} in {directory}", hint=hint)
-    display = str(path.relative_to(display_base)) if display_base and path.is_relative_to(
-        display_base) else str(path)
-    return parse_sweep(load_yaml_file(path, display=display), name)
+    return parse_sweep(load_named(directory, name, "sweep", display_base=display_base), name)
 
 
 def _key(raw: str, path: KeyPath, doc: Document, *, base_ok: bool = False) -> str:

@@ -29,8 +29,8 @@ from variantctl.config.schema import (
 )
 from variantctl.config.sweeps import _BENCH, BenchData, _bench, _key
 from variantctl.config.variants import NAME_PATTERN
-from variantctl.config.yamlload import Document, KeyPath, load_yaml_file
-from variantctl.errors import ConfigError, NotFoundError
+from variantctl.config.yamlload import Document, KeyPath, load_named, yaml_names
+from variantctl.errors import ConfigError
 from variantctl.spelling import did_you_mean
 from variantctl.sweeps.grid import MAX_POINTS
 from variantctl.tune.model import (
@@ -133,24 +133,12 @@ def tunes_dir(project: Path) -> Path:
 
 
 def tune_names(directory: Path) -> list[str]:
-    if not directory.is_dir():
-        return []
-    return sorted(p.stem for p in directory.iterdir()
-                  if p.suffix in (".yaml", ".yml") and p.is_file())
+    return yaml_names(directory)
 
 
 def load_tune(directory: Path, name: str, *, display_base: Path | None = None) -> TuneSpec:
     """Load ``directory/NAME.yaml``; NotFoundError (with did-you-mean) when there is none."""
-    path = next((directory / f"{name}{s}" for s in (".yaml", ".yml")
-                 if (directory / f"{name}{s}").is_file()), None)
-    if path is None or "/" in name:
-        names = tune_names(directory)
-        hint = did_you_mean(name, names) or (
-            f"tunes: {', '.join(names)}" if names else f"write {directory}/{name}.yaml")
-        raise NotFoundError(f"no tune {name!r} in {directory}", hint=hint)
-    display = str(path.relative_to(display_base)) if display_base and path.is_relative_to(
-        display_base) else str(path)
-    return parse_tune(load_yaml_file(path, display=display), name)
+    return parse_tune(load_named(directory, name, "tune", display_base=display_base), name)
 
 
 def parse_tune(doc: Document, name: str) -> TuneSpec:

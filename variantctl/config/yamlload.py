@@ -308,3 +308,32 @@ def _scalar_key(node: yaml.ScalarNode) -> Any:
     if node.tag == "tag:yaml.org,2002:null":
         return None
     return value
+
+
+def yaml_names(directory: Path) -> list[str]:
+    """The names of the ``NAME.yaml``/``NAME.yml`` files in ``directory`` (sorted)."""
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.iterdir()
+                  if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_named(directory: Path, name: str, kind: str, *,
+               display_base: Path | None = None) -> Document:
+    """``directory/NAME.yaml`` (or ``.yml``) read, shown relative to ``display_base``;
+    NotFoundError naming the ``kind`` (``sweep``, ``tune``) with did-you-mean when
+    there is none (a name with a ``/`` never leaves the directory)."""
+    from variantctl.errors import NotFoundError
+    from variantctl.spelling import did_you_mean
+
+    path = None if "/" in name else next(
+        (directory / f"{name}{s}" for s in (".yaml", ".yml")
+         if (directory / f"{name}{s}").is_file()), None)
+    if path is None:
+        names = yaml_names(directory)
+        hint = did_you_mean(name, names) or (
+            f"{kind}s: {', '.join(names)}" if names else f"write {directory}/{name}.yaml")
+        raise NotFoundError(f"no {kind} {name!r} in {directory}", hint=hint)
+    display = str(path.relative_to(display_base)) if display_base and path.is_relative_to(
+        display_base) else str(path)
+    return load_yaml_file(path, display=display)
