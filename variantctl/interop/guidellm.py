@@ -16,12 +16,14 @@ successful tokens and requests over the measured duration (vLLM's definition).
 GuideLLM has no per-chunk gaps (vLLM's ITL) nor a per-request output TPS: those
 figures are absent.
 
-Checked on a file GuideLLM 0.8.1 wrote (tests/fixtures/interop/guidellm-0.8.1/): the
-model and server are under ``config.spec.backend`` there (``config`` itself before);
-its ``inter_token_latency_ms`` summary weighs each request by its tokens − 1 (its
-``count`` is tokens, not requests), so the TPOT kept is GuideLLM's token-weighted
-figure — vLLM's unweighted mean when every request has the same length — and its
-sample size is the successful requests.
+Checked on files GuideLLM 0.8.1 wrote (tests/fixtures/interop/guidellm-0.8.1/): the
+model and server are under ``config.spec.backend`` there (``config`` itself before); a
+rate strategy's own ``max_concurrency`` is GuideLLM's bound (10240) unless the user
+capped it (``config.spec.profile.max_concurrency``), so without a cap the concurrency
+is the mean request concurrency; the ``inter_token_latency_ms`` summary weighs each
+request by its tokens − 1 (its ``count`` is tokens, not requests), so the TPOT kept is
+GuideLLM's token-weighted figure — vLLM's unweighted mean when every request has the
+same length — and its sample size is the successful requests.
 """
 
 from __future__ import annotations
@@ -108,7 +110,20 @@ def _requests(b: Fields) -> tuple[RequestResult, ...]:
     return tuple(out)
 
 
-def _level(b: Fields) -> ImportedLevel:
+class _UserCap:
+    """Whether the file says the user's concurrency cap apart from the strategy's own."""
+
+    def __init__(self, f: Fields):
+        config = f.opt_obj("config")
+        spec = config.opt_obj("spec") if config is not None else None
+        profile = spec.opt_obj("profile") if spec is not None else None
+        #: 0.8: the profile the user asked for; its ``max_concurrency`` null means no cap
+        #: (the strategy's ``max_concurrency`` is then GuideLLM's own bound, 10240)
+        self.known = profile is not None
+        self.cap = profile.opt_integer("max_concurrency") if profile is not None else None
+
+
+def _level(b: Fields, user: _UserCap) -> ImportedLevel:
     m = b.obj("metrics")
     totals = m.obj("request_totals")
     completed, errored = totals.integer("successful"), totals.integer("errored", 0)
@@ -125,7 +140,8 @@ def _level(b: Fields) -> ImportedLevel:
     else:
         if kind in ("constant", "poisson", "async"):
             rate = st.number("rate")
-        conc = st.opt_integer("max_concurrency") or max(1, round(mean_conc or 1.0))
+        cap = user.cap if user.known else st.opt_integer("max_concurrency")
+        conc = cap or max(1, round(mean_conc or 1.0))
     duration = _duration(b)
     tin, tout = _sum(m, "prompt_token_count"), _sum(m, "output_token_count")
     return ImportedLevel(
@@ -174,4 +190,5 @@ def read(doc: object, source: str, version: str | None) -> ImportedBench:
     return ImportedBench(tool="guidellm", version=version or told,
                          model=model if isinstance(model, str) else None,
                          url=target if isinstance(target, str) else None,
-                         started_at=started, levels=tuple(_level(b) for b in benches))
+                         started_at=started,
+                         levels=tuple(_level(b, _UserCap(f)) for b in benches))

@@ -23,9 +23,11 @@ from variantctl.runs.store import RunStore
 
 Run = Callable[..., CliResult]
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "interop"
-GUIDELLM = FIXTURES / "guidellm-0.8.1" / "benchmarks.json"
+GUIDELLM = FIXTURES / "guidellm-0.8.1" / "concurrent-1-2" / "benchmarks.json"
+GUIDELLM_RATE = FIXTURES / "guidellm-0.8.1" / "constant-rate-5" / "benchmarks.json"
 AIPERF = {c: FIXTURES / "aiperf-0.13.0" / f"concurrency-{c}" / "profile_export_aiperf.json"
           for c in (1, 2)}
+AIPERF_RATE = FIXTURES / "aiperf-0.13.0" / "request-rate-5" / "profile_export_aiperf.json"
 
 
 @pytest.fixture
@@ -136,6 +138,30 @@ def test_aiperf_0130_file_keeps_its_figures(run_cli: Run, project: Path, conc: i
     assert _compare_ttft(run_cli, project, doc["run_id"]) == {conc: ttft["avg"]}
 
 
+def test_rate_levels_of_real_files(run_cli: Run, project: Path) -> None:
+    """A constant rate (GuideLLM) and a Poisson rate (AIPerf) of 5 requests/s, no cap:
+    the level is a rate level at the concurrency the requests really had (GuideLLM's
+    strategy says ``max_concurrency`` 10240, its own bound, not the load)."""
+    saved = _load(GUIDELLM_RATE)
+    (b,) = saved["benchmarks"]
+    assert b["config"]["strategy"]["type_"] == "constant"
+    assert b["config"]["strategy"]["max_concurrency"] == 10240
+    assert saved["config"]["spec"]["profile"]["max_concurrency"] is None
+    _, (lv,) = _import(run_cli, project, GUIDELLM_RATE, "guidellm")
+    mean_conc = b["metrics"]["request_concurrency"]["successful"]["mean"]
+    assert lv.concurrency == max(1, round(mean_conc)) == 1
+    assert (lv.profile.kind, lv.profile.rate) == ("rate", 5.0)
+    assert lv.metrics.ttft_ms.mean == (
+        b["metrics"]["time_to_first_token_ms"]["successful"]["mean"])
+    saved = _load(AIPERF_RATE)
+    (phase,) = saved["input_config"]["phases"]
+    assert phase["type"] == "poisson" and "concurrency" not in phase
+    _, (lv,) = _import(run_cli, project, AIPERF_RATE, "aiperf")
+    assert lv.concurrency == max(1, round(saved["effective_concurrency"]["avg"])) == 1
+    assert (lv.profile.kind, lv.profile.rate) == ("rate", phase["rate"]) == ("rate", 5.0)
+    assert lv.metrics.ttft_ms.mean == saved["time_to_first_token"]["avg"]
+
+
 def test_real_files_compare_with_each_other(run_cli: Run, project: Path) -> None:
     """GuideLLM's and AIPerf's runs of the same server side by side, level 1 and 2 each."""
     g, _ = _import(run_cli, project, GUIDELLM, "guidellm")
@@ -177,6 +203,8 @@ def _damage(doc: dict[str, Any], path: str, value: object) -> dict[str, Any]:
     ("aiperf", AIPERF[1], "input_config.models.items", "tiny", "input_config.models.items"),
     ("aiperf", AIPERF[1], "time_to_first_token.unit", "fortnights",
      "time_to_first_token.unit"),
+    ("aiperf", AIPERF_RATE, "input_config.phases.0.rate", "fast",
+     "input_config.phases[0].rate"),
 ])
 def test_a_damaged_real_file_is_one_error_naming_the_field(
         run_cli: Run, project: Path, tool: str, source: Path, where: str, value: object,
