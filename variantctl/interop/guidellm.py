@@ -15,6 +15,15 @@ vLLM's TPOT); E2EL ← ``request_latency`` (s); output throughput and requests/s
 successful tokens and requests over the measured duration (vLLM's definition).
 GuideLLM has no per-chunk gaps (vLLM's ITL) nor a per-request output TPS: those
 figures are absent.
+
+Checked on files GuideLLM 0.8.1 wrote (tests/fixtures/interop/guidellm-0.8.1/): the
+model and server are under ``config.spec.backend`` there (``config`` itself before); a
+rate strategy's own ``max_concurrency`` is GuideLLM's bound (10240) unless the user
+capped it (``config.spec.profile.max_concurrency``), so without a cap the concurrency
+is the mean request concurrency; the ``inter_token_latency_ms`` summary weighs each
+request by its tokens − 1 (its ``count`` is tokens, not requests), so the TPOT kept is
+GuideLLM's token-weighted figure — vLLM's unweighted mean when every request has the
+same length — and its sample size is the successful requests.
 """
 
 from __future__ import annotations
@@ -29,15 +38,18 @@ _KEYS = {"mean": "mean", "median": "median", "std": "std_dev", "min": "min", "ma
 _PCT = {"p10": "p10", "p50": "p50", "p90": "p90", "p99": "p99"}
 
 
-def _dist(metrics: Fields, key: str, scale: float = 1.0) -> Stats:
-    """The successful requests' distribution of one metric (absent: an empty Stats)."""
+def _dist(metrics: Fields, key: str, scale: float = 1.0, count: int | None = None
+          ) -> Stats:
+    """The successful requests' distribution of one metric (absent: an empty Stats);
+    ``count``: the sample size when the file's ``count`` is not one per request."""
     sds = metrics.opt_obj(key)
     d = sds.opt_obj("successful") if sds is not None else None
     if d is None:
         return Stats()
     pct = d.opt_obj("percentiles")
     plain, pcts = number_getter(d), number_getter(pct)
-    count = d.opt_integer("count") or 0
+    if count is None:
+        count = d.opt_integer("count") or 0
 
     def get(k: str) -> float | None:
         return pcts(k) if k.startswith("p") and k[1:].isdigit() else plain(k)
@@ -98,7 +110,20 @@ def _requests(b: Fields) -> tuple[RequestResult, ...]:
     return tuple(out)
 
 
-def _level(b: Fields) -> ImportedLevel:
+class _UserCap:
+    """Whether the file says the user's concurrency cap apart from the strategy's own."""
+
+    def __init__(self, f: Fields):
+        config = f.opt_obj("config")
+        spec = config.opt_obj("spec") if config is not None else None
+        profile = spec.opt_obj("profile") if spec is not None else None
+        #: 0.8: the profile the user asked for; its ``max_concurrency`` null means no cap
+        #: (the strategy's ``max_concurrency`` is then GuideLLM's own bound, 10240)
+        self.known = profile is not None
+        self.cap = profile.opt_integer("max_concurrency") if profile is not None else None
+
+
+def _level(b: Fields, user: _UserCap) -> ImportedLevel:
     m = b.obj("metrics")
     totals = m.obj("request_totals")
     completed, errored = totals.integer("successful"), totals.integer("errored", 0)
@@ -115,7 +140,8 @@ def _level(b: Fields) -> ImportedLevel:
     else:
         if kind in ("constant", "poisson", "async"):
             rate = st.number("rate")
-        conc = st.opt_integer("max_concurrency") or max(1, round(mean_conc or 1.0))
+        cap = user.cap if user.known else st.opt_integer("max_concurrency")
+        conc = cap or max(1, round(mean_conc or 1.0))
     duration = _duration(b)
     tin, tout = _sum(m, "prompt_token_count"), _sum(m, "output_token_count")
     return ImportedLevel(
@@ -125,9 +151,22 @@ def _level(b: Fields) -> ImportedLevel:
         output_throughput=tout / duration if duration > 0 else 0.0,
         total_token_throughput=(tin + tout) / duration if duration > 0 else 0.0,
         ttft_ms=_dist(m, "time_to_first_token_ms"),
-        tpot_ms=_dist(m, "inter_token_latency_ms"), itl_ms=Stats(),
+        # weighted by tokens − 1 (its count is tokens): the sample is the requests
+        tpot_ms=_dist(m, "inter_token_latency_ms", count=completed), itl_ms=Stats(),
         e2el_ms=_dist(m, "request_latency", 1000.0), output_tps=Stats(), rate=rate,
         requests=_requests(b))
+
+
+def _backend(f: Fields) -> tuple[object, object]:
+    """The model and server URL the run measured: ``config.spec.backend`` (0.8), else
+    ``config`` (before); each None where the file does not say."""
+    config = f.opt_obj("config")
+    if config is None:
+        return None, None
+    spec = config.opt_obj("spec")
+    backend = spec.opt_obj("backend") if spec is not None else None
+    holder = backend if backend is not None else config
+    return holder.data.get("model"), holder.data.get("target")
 
 
 def read(doc: object, source: str, version: str | None) -> ImportedBench:
@@ -141,9 +180,7 @@ def read(doc: object, source: str, version: str | None) -> ImportedBench:
             raise b.error("type_", f"is {kind!r}: not a GuideLLM generative benchmark")
     meta = f.opt_obj("metadata")
     told = meta.opt_text("guidellm_version") if meta is not None else None
-    config = f.opt_obj("config")
-    model = config.data.get("model") if config is not None else None
-    target = config.data.get("target") if config is not None else None
+    model, target = _backend(f)
     started = ""
     sm = benches[0].opt_obj("scheduler_metrics")
     if sm is not None and sm.opt_number("start_time") is not None:
@@ -153,4 +190,5 @@ def read(doc: object, source: str, version: str | None) -> ImportedBench:
     return ImportedBench(tool="guidellm", version=version or told,
                          model=model if isinstance(model, str) else None,
                          url=target if isinstance(target, str) else None,
-                         started_at=started, levels=tuple(_level(b) for b in benches))
+                         started_at=started,
+                         levels=tuple(_level(b, _UserCap(f)) for b in benches))

@@ -3,8 +3,9 @@ runs that ``compare``, ``report``, ``runs trend`` and ``runs export`` read.
 
 The files are written here from each tool's documented schema (vLLM 0.6's
 ``benchmark_serving.py`` result; GuideLLM's ``GenerativeBenchmarksReport``; AIPerf's
-``JsonExportData``); tests/vllm/test_import_real.py imports one the real ``vllm bench
-serve`` client wrote."""
+``JsonExportData``) in the shapes of early releases; tests/vllm/test_import_real.py
+imports one the real ``vllm bench serve`` client wrote, and test_import_real_files.py
+files the real GuideLLM 0.8.1 and AIPerf 0.13.0 wrote (tests/fixtures/interop/)."""
 
 from __future__ import annotations
 
