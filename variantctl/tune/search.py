@@ -126,6 +126,19 @@ def _decode(spec: TuneSpec, params: dict[str, Any]) -> Settings:
     return out
 
 
+def _tell(study: optuna.Study, trial: optuna.trial.Trial, value: float | None = None,
+          state: optuna.trial.TrialState | None = None) -> None:
+    """``study.tell``, where the grid sampler's "grid exhausted" is not a crash: its
+    ``after_trial`` calls ``study.stop()``, which outside ``study.optimize`` raises
+    RuntimeError — after the trial is stored (Optuna stores it in a ``finally``). The
+    search loop ends on its own when every grid point was seen."""
+    try:
+        study.tell(trial, value, state=state)
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
+
+
 def _sampler(spec: TuneSpec, explore: int) -> optuna.samplers.BaseSampler:
     import optuna
 
@@ -210,7 +223,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
             if key in seen:  # told what it got before; no launch
                 old = seen[key]
                 m = old.mean()
-                study.tell(trial, m if m is not None else None,
+                _tell(study, trial, m if m is not None else None,
                            state=None if m is not None else optuna.trial.TrialState.FAIL)
                 repeated += 1
                 continue
@@ -219,7 +232,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
             if same is not None:  # the same server as an earlier candidate: its result
                 seen[key] = same
                 m = same.mean()
-                study.tell(trial, m if m is not None else None,
+                _tell(study, trial, m if m is not None else None,
                            state=None if m is not None else optuna.trial.TrialState.FAIL)
                 repeated += 1
                 continue
@@ -231,7 +244,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
             log.candidates.append(cand)
             if s.state is not None:
                 cand.state, cand.reason = s.state, s.reason
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                _tell(study, trial, state=optuna.trial.TrialState.FAIL)
                 continue
             if s.reused:
                 cand.state, cand.reason = REUSED, f"measured before: run {s.reused[0][0]}"
@@ -239,7 +252,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
                 log.spent += len(s.reused)
                 # its probe (the first launch), as the optimiser was told the first
                 # time: a rerun then proposes what the interrupted run proposed
-                study.tell(trial, cand.values[0])
+                _tell(study, trial, cand.values[0])
                 continue
             batch.append(cand)
             asked.append((trial, cand))
@@ -248,9 +261,9 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
         for trial, cand in asked:
             m = cand.mean()
             if m is None:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                _tell(study, trial, state=optuna.trial.TrialState.FAIL)
             else:
-                study.tell(trial, m)
+                _tell(study, trial, m)
         record_best()
     _confirm(spec, log, base, left, launch, better, hosts)
     record_best()
@@ -310,8 +323,10 @@ def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[],
             within = abs(m - top) <= abs(top) * st.reach_pct / 100.0
             if len(c.values) < st.repeats and (c is best or c is base or within):
                 need.append(c)
-        if not need and st.repeats <= len(best.values) < st.max_repeats \
-                and stats.t_interval(best.values).half_width_pct > st.ci_pct:
+        # one launch has no interval: as wide as can be
+        if not need and st.repeats <= len(best.values) < st.max_repeats and (
+                len(best.values) < 2
+                or stats.t_interval(best.values).half_width_pct > st.ci_pct):
             need.append(best)
         if not need:
             break

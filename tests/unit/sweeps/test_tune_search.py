@@ -124,3 +124,40 @@ def test_the_result_table_shows_every_trial_and_the_verdict() -> None:
     assert "recommended (cheaper, as good): max-num-seqs=12 15.8 (95 % CI 15.1 … 16.4)" \
         " — max-num-seqs 12 instead of 16" in out
     assert "95 % CI 15.5 … 16.5" in out and "wrote /p/v.yaml" in out
+
+
+def test_repeats_1_screens_every_candidate_once_and_names_no_winner() -> None:
+    # a screen: the whole budget on probes, none kept for a confirmation
+    spec = parse(SPEC.replace("launches: 12", "launches: 3")
+                 + "stages: {repeats: 1, max_repeats: 2}\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    assert len(lab.launched) == 3 and lab.launched[0] == {}
+    assert all(len(c.runs) <= 1 for c in log.candidates if c.settings.get(
+        "args.max-num-seqs") != 16)  # 16 was measured before: its run reused
+    verdict = decide(log, maximize=True)
+    assert verdict.best is None and "twice" in verdict.reason
+
+
+def test_repeats_1_with_budget_left_tightens_the_best_from_one_launch() -> None:
+    # every candidate screened, budget left: the best gets a second launch (one launch
+    # has no interval), the base keeps its one
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [1, 2]\n"
+                 "objective: {maximize: output_throughput}\nbudget: {launches: 5}\n"
+                 "sampler: grid\nseed: 3\nstages: {repeats: 1, max_repeats: 3}\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    best = max((c for c in log.candidates if c.values), key=lambda c: c.mean() or 0.0)
+    assert best.settings == {"args.max-num-seqs": 2} and 2 <= len(best.values) <= 3
+
+
+def test_the_grid_sampler_running_out_of_points_ends_the_search_not_the_process() -> None:
+    # Optuna's GridSampler calls study.stop() when its grid is exhausted, which raises
+    # outside study.optimize: the tune must finish with every point measured
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [1, 2]\n"
+                 "objective: {maximize: output_throughput}\nbudget: {launches: 12}\n"
+                 "sampler: grid\nseed: 3\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    seen = {c.settings.get("args.max-num-seqs") for c in log.candidates if not c.is_base}
+    assert seen == {1, 2} and log.spent <= 12
