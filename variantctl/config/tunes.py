@@ -118,7 +118,8 @@ _TUNE = Struct("tune", {
     "seed": Field(Int(min=0)),
     "sampler": Field(Enum(*SAMPLERS)),
     "stages": Field(Struct("stages", {
-        "repeats": Field(Int(min=2, max=100)),
+        # 1: a screen, one launch per candidate and no confirmation (no winner named)
+        "repeats": Field(Int(min=1, max=100)),
         "max_repeats": Field(Int(min=2, max=100)),
         "reach_pct": Field(Float(min=0, finite=True)),
         "ci_pct": Field(Float(min=0.001, finite=True)),

@@ -63,6 +63,18 @@ def space_blocks(plan: SpacePlan) -> list[Block]:
     return blocks
 
 
+def _label(settings: object) -> str:
+    return " ".join(f"{str(k).split('.', 1)[-1]}={_value(v)}"
+                    for k, v in (settings.items() if isinstance(settings, Mapping)
+                                 else ())) or "(base)"
+
+
+def _ci(ci: list[object]) -> str:
+    lo, hi = ci
+    return (f"{lo:.4g} … {hi:.4g}" if isinstance(lo, (int, float))
+            and isinstance(hi, (int, float)) else "—")
+
+
 def result_blocks(doc: JsonMapping) -> list[Block]:
     """The trials in order (objective, best so far, state and reason), then the verdict."""
     from rich.table import Table
@@ -70,35 +82,56 @@ def result_blocks(doc: JsonMapping) -> list[Block]:
     tune = doc["tune"]
     assert isinstance(tune, Mapping)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "SETTINGS", "STATE", "LAUNCHES", "OBJECTIVE", "NOTE"):
+    for col in ("#", "SETTINGS", "STATE", "N", "OBJECTIVE", "95 % CI", "NOTE"):
         table.add_column(col)
     trials = tune["trials"]
     assert isinstance(trials, list)
+    dropped: list[str] = []
     for i, t in enumerate(trials):
         assert isinstance(t, Mapping)
-        settings = t["settings"]
-        label = " ".join(f"{str(k).split('.', 1)[-1]}={_value(v)}"
-                         for k, v in (settings.items() if isinstance(settings, Mapping)
-                                      else ())) or "(base)"
+        label = _label(t["settings"])
         obj = t["objective"]
+        ci = t.get("ci95")
         table.add_row(str(i), label, str(t["state"]), str(t["launches"]),
                       f"{obj:.4g}" if isinstance(obj, (int, float)) else "—",
+                      _ci(ci) if isinstance(ci, list) else "—",
                       visible_lines(str(t["reason"] or "")))
-    blocks = [Block(table)]
+        if t["state"] in ("pruned", "predicted", "historical", "failed"):
+            dropped.append(f"  #{i} {label}: {t['state']} — "
+                           + visible_lines(str(t["reason"] or "")))
+    blocks = [text("trials in order (N launches each; the objective their mean, the "
+                   "interval Student's t over launches):"), Block(table)]
     trace = tune.get("best_so_far")
     if isinstance(trace, list) and trace:
-        blocks.append(text("best so far: " + " → ".join(
+        blocks.append(text("best so far, after each batch: " + " → ".join(
             f"{v:.4g}" for v in trace if isinstance(v, (int, float)))))
+    importance = tune.get("importance")
+    if isinstance(importance, Mapping) and importance:
+        blocks.append(text("each setting's effect (Optuna's PED-ANOVA importance over the "
+                           "measured trials, shares of 1): " + ", ".join(
+                               f"{k} {v:.2f}" for k, v in importance.items()
+                               if isinstance(v, (int, float)))))
+    else:
+        blocks.append(text("each setting's effect: not computed — "
+                           + str(tune.get("importance_note") or "no measured trials")))
+    if dropped:
+        blocks.append(text("pruned and failed candidates:\n" + "\n".join(dropped)))
     best = tune["best"]
     if isinstance(best, Mapping):
         ci = best["ci95"]
-        lo, hi = ci if isinstance(ci, list) else (None, None)
-        blocks.append(text(f"best: {best['settings']} {best['objective']:.4g} "
-                           f"(95 % CI {lo:.4g} … {hi:.4g})"))
+        blocks.append(text(f"best: {_label(best['settings'])} {best['objective']:.4g} "
+                           f"(95 % CI {_ci(ci) if isinstance(ci, list) else '—'})"))
     blocks.append(text(f"{tune['verdict']}; {tune['launches']} launches"))
     eq = tune["equivalent"]
     if isinstance(eq, list) and eq:
-        blocks.append(text(f"not significantly different from the best: {eq}"))
+        blocks.append(text("not significantly different from the best: "
+                           + "; ".join(_label(e) for e in eq)))
+    rec = tune.get("recommended")
+    if isinstance(rec, Mapping):
+        ci = rec["ci95"]
+        blocks.append(text(f"recommended (cheaper, as good): {_label(rec['settings'])} "
+                           f"{rec['objective']:.4g} (95 % CI "
+                           f"{_ci(ci) if isinstance(ci, list) else '—'}) — {rec['why']}"))
     written = tune["variant_written"]
     blocks.append(text(f"wrote {written}" if written else "no variant written"))
     return blocks
@@ -107,6 +140,8 @@ def result_blocks(doc: JsonMapping) -> list[Block]:
 def tune_json(outcome: TuneOutcome) -> JsonObject:
     """``tune --json``: the winner with its interval, the equivalent candidates, every
     trial, the launches, the best-so-far trace, the variant written and the verdict."""
+    from variantctl.bench import stats
+
     verdict, log = outcome.verdict, outcome.log
     best: JsonObject | None = None
     if verdict.best is not None and verdict.interval is not None:
@@ -114,14 +149,32 @@ def tune_json(outcome: TuneOutcome) -> JsonObject:
         best = {"settings": settings_json(verdict.best.settings),
                 "objective": iv.estimate, "ci95": [iv.lo, iv.hi],
                 "run_id": verdict.best.runs[-1][0] if verdict.best.runs else None}
+    recommended: JsonObject | None = None
+    rec = outcome.recommended
+    if rec is not None:
+        recommended = {"settings": settings_json(rec.candidate.settings),
+                       "objective": rec.interval.estimate,
+                       "ci95": [rec.interval.lo, rec.interval.hi],
+                       "run_id": rec.candidate.runs[-1][0] if rec.candidate.runs else None,
+                       "why": rec.why}
+
+    def ci95(values: list[float]) -> list[float] | None:
+        if len(values) < 2:
+            return None
+        iv = stats.t_interval(values)
+        return [iv.lo, iv.hi]
+
     return {"tune": {
         "best": best,
         "equivalent": [settings_json(c.settings) for c in verdict.equivalent],
+        "recommended": recommended,
         "trials": [{"settings": settings_json(c.settings), "state": c.state,
-                    "objective": c.mean(),
+                    "objective": c.mean(), "ci95": ci95(c.values),
                     "run_id": c.runs[-1][0] if c.runs else None,
                     "reason": c.reason or None,
                     "launches": len(c.runs)} for c in log.candidates],
         "launches": log.launches, "best_so_far": log.trace,
+        "importance": log.importance, "importance_note": log.importance_note or None,
         "variant_written": outcome.written, "verdict": verdict.reason,
+        "resumed": outcome.resumed, "stopped_leftovers": list(outcome.stopped),
         "host_errors": {h: e.to_json() for h, e in outcome.host_errors.items()}}}

@@ -330,6 +330,35 @@ class RunStore:
         self.files.write_atomic(str(path), text.encode())
         return path
 
+    # -- tune states ---------------------------------------------------------
+
+    def tune_state_path(self, tune: str) -> Path:
+        """``runs/tunes/NAME.json``: whether tune NAME's last run finished (``tune
+        --resume``; shape in docs/tune.md)."""
+        return self.root / "tunes" / f"{tune}.json"
+
+    def read_tune_state(self, tune: str) -> JsonMapping | None:
+        """Tune ``tune``'s state document (None when it never ran); a damaged one is a
+        :class:`StoredFileError` naming the file."""
+        path = self.tune_state_path(tune)
+        try:
+            data = read_json(path.parent, path.name, MAX_SWEEP_STATE)
+        except FileNotFoundError:
+            return None
+        if not isinstance(data, dict):
+            raise StoredFileError(f"{path}: not a JSON object")
+        out: JsonMapping = data
+        return out
+
+    def write_tune_state(self, tune: str, doc: JsonMapping) -> Path:
+        """Replace tune ``tune``'s state at once (a killed variantctl leaves the last
+        state written whole)."""
+        path = self.tune_state_path(tune)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+        self.files.write_atomic(str(path), text.encode())
+        return path
+
 
 def _legacy_profiles(run_dir: Path) -> tuple[str, ...]:
     """The profile files of a schema 2 record (the one place the store lists a directory

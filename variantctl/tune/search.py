@@ -40,6 +40,10 @@ class Screened:
     reason: str = ""
     #: earlier launches of the same configuration and bench: ``(run_id, objective)``
     reused: tuple[tuple[str, float], ...] = ()
+    #: the configuration's key (``runs/identity``; "" when the lab has none): two
+    #: settings that launch the same server — a value equal to the base variant's — are
+    #: one candidate, measured once
+    config: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,10 @@ class SearchLog:
     #: running the tune again, after Ctrl-C or a kill, continues within its budget)
     spent: int = 0
     trace: list[float] = field(default_factory=list)  # best-so-far after each trial
+    #: each setting's importance (Optuna's PED-ANOVA; the shares sum to 1)
+    importance: dict[str, float] = field(default_factory=dict)
+    #: why there is no importance, when there is none
+    importance_note: str = ""
 
 
 def _encode(value: SettingValue) -> Any:
@@ -116,6 +124,19 @@ def _decode(spec: TuneSpec, params: dict[str, Any]) -> Settings:
         else:
             out[d.key] = raw
     return out
+
+
+def _tell(study: optuna.Study, trial: optuna.trial.Trial, value: float | None = None,
+          state: optuna.trial.TrialState | None = None) -> None:
+    """``study.tell``, where the grid sampler's "grid exhausted" is not a crash: its
+    ``after_trial`` calls ``study.stop()``, which outside ``study.optimize`` raises
+    RuntimeError — after the trial is stored (Optuna stores it in a ``finally``). The
+    search loop ends on its own when every grid point was seen."""
+    try:
+        study.tell(trial, value, state=state)
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def _sampler(spec: TuneSpec, explore: int) -> optuna.samplers.BaseSampler:
@@ -181,6 +202,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
     # the base variant: what a winner must beat
     base = Candidate(0, {}, MEASURED, is_base=True)
     screened = lab.screen({})
+    by_config: dict[str, Candidate] = {screened.config: base} if screened.config else {}
     base.runs.extend(screened.reused)
     log.spent += len(screened.reused)
     log.candidates.append(base)
@@ -201,18 +223,28 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
             if key in seen:  # told what it got before; no launch
                 old = seen[key]
                 m = old.mean()
-                study.tell(trial, m if m is not None else None,
+                _tell(study, trial, m if m is not None else None,
+                           state=None if m is not None else optuna.trial.TrialState.FAIL)
+                repeated += 1
+                continue
+            s = lab.screen(settings)
+            same = by_config.get(s.config) if s.config else None
+            if same is not None:  # the same server as an earlier candidate: its result
+                seen[key] = same
+                m = same.mean()
+                _tell(study, trial, m if m is not None else None,
                            state=None if m is not None else optuna.trial.TrialState.FAIL)
                 repeated += 1
                 continue
             repeated = 0
             cand = Candidate(len(log.candidates), settings, MEASURED)
             seen[key] = cand
+            if s.config:
+                by_config[s.config] = cand
             log.candidates.append(cand)
-            s = lab.screen(settings)
             if s.state is not None:
                 cand.state, cand.reason = s.state, s.reason
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                _tell(study, trial, state=optuna.trial.TrialState.FAIL)
                 continue
             if s.reused:
                 cand.state, cand.reason = REUSED, f"measured before: run {s.reused[0][0]}"
@@ -220,7 +252,7 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
                 log.spent += len(s.reused)
                 # its probe (the first launch), as the optimiser was told the first
                 # time: a rerun then proposes what the interrupted run proposed
-                study.tell(trial, cand.values[0])
+                _tell(study, trial, cand.values[0])
                 continue
             batch.append(cand)
             asked.append((trial, cand))
@@ -229,13 +261,39 @@ def run_search(spec: TuneSpec, lab: Lab, *, hosts: int = 1,
         for trial, cand in asked:
             m = cand.mean()
             if m is None:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                _tell(study, trial, state=optuna.trial.TrialState.FAIL)
             else:
-                study.tell(trial, m)
+                _tell(study, trial, m)
         record_best()
     _confirm(spec, log, base, left, launch, better, hosts)
     record_best()
+    _importance(study, log)
     return log
+
+
+def _importance(study: optuna.Study, log: SearchLog) -> None:
+    """Each setting's effect: Optuna's importance over the measured trials (the base
+    variant is not a trial of the study), or why it cannot be computed. PED-ANOVA (how
+    the settings of the best trials differ from all of them) rather than Optuna's default
+    fANOVA, which needs scikit-learn for its random forest."""
+    import optuna
+
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    distinct = {repr(sorted(t.params.items())) for t in done}
+    if len(distinct) < 2:
+        log.importance_note = (f"{len(distinct)} configuration(s) of the space measured: "
+                               "the importance needs at least 2")
+        return
+    if len({t.value for t in done}) < 2:
+        log.importance_note = "every measured configuration gave the same objective"
+        return
+    try:
+        got = optuna.importance.get_param_importances(
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    except (ValueError, RuntimeError) as exc:  # e.g. a setting that never varied
+        log.importance_note = f"Optuna could not compute it: {exc}"
+        return
+    log.importance = {k: float(v) for k, v in got.items()}
 
 
 def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[], int],
@@ -265,8 +323,10 @@ def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[],
             within = abs(m - top) <= abs(top) * st.reach_pct / 100.0
             if len(c.values) < st.repeats and (c is best or c is base or within):
                 need.append(c)
-        if not need and st.repeats <= len(best.values) < st.max_repeats \
-                and stats.t_interval(best.values).half_width_pct > st.ci_pct:
+        # one launch has no interval: as wide as can be
+        if not need and st.repeats <= len(best.values) < st.max_repeats and (
+                len(best.values) < 2
+                or stats.t_interval(best.values).half_width_pct > st.ci_pct):
             need.append(best)
         if not need:
             break

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.jsontypes import JsonObject
 from variantctl.project.loaded import Project
 from variantctl.tune.model import PATCHSETS, SEARCH, Settings, TuneSpec
 from variantctl.tune.search import HISTORICAL, PREDICTED, Launched, Screened
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from variantctl.sweeps.model import GridValue, SweepSpec
     from variantctl.sweeps.plan import Plan
     from variantctl.tune.search import SearchLog
-    from variantctl.tune.verdict import Verdict
+    from variantctl.tune.verdict import Recommendation, Verdict
     from variantctl.variants.model import ResolvedVariant
 
 
@@ -71,6 +72,8 @@ class TuneLab:
     rounds: int = 0
     #: the errors that stopped a host, by host, over every batch
     host_errors: dict[str, VariantctlError] = field(default_factory=dict)
+    #: called after a batch's sweep round is named, before it launches (the tune's state)
+    on_round: Callable[[int], None] = lambda _rounds: None
 
     def __post_init__(self) -> None:
         from variantctl.runs.identity import record_config_key
@@ -123,7 +126,7 @@ class TuneLab:
             state = HISTORICAL if point.skip.reason == "history" else PREDICTED
             reason = (f"{point.skip.signature}: " if point.skip.signature else "") \
                 + point.skip.message
-            return Screened(state, reason)
+            return Screened(state, reason, config=point.config_key)
         reused: list[tuple[str, float]] = []
         for run_id in self.measured.get(point.config_key, ()):
             run = load_run(self.project.runs, run_id)
@@ -131,7 +134,7 @@ class TuneLab:
                 value = objective_of(run, self.spec)
                 if value is not None:
                     reused.append((run_id, value))
-        return Screened(None, reused=tuple(reused))
+        return Screened(None, reused=tuple(reused), config=point.config_key)
 
     def launch(self, batch: Sequence[Settings]) -> list[Launched]:
         from variantctl.report.load import load_run
@@ -139,8 +142,9 @@ class TuneLab:
         from variantctl.usecases.sweep import execute_plan
 
         self.rounds += 1
+        self.on_round(self.rounds)
         env = self.project.env
-        name = f"tune-{self.spec.name}-r{self.rounds:03d}"
+        name = round_name(self.spec.name, self.rounds)
         _, plan = self._sweep(name, batch)
         with self.project.runs.sweep_lock(name, started_at=env.now().isoformat()), \
                 term_as_interrupt():
@@ -148,8 +152,9 @@ class TuneLab:
                                  resume=False, include_predicted=False, grace=self.grace)
         if swept.interrupted:
             raise VariantctlError(f"tune {self.spec.name} interrupted",
-                                  hint=f"variantctl tune {self.spec.name} reuses what was "
-                                  "measured", exit_code=ExitCode.INTERRUPTED)
+                                  hint=f"variantctl tune {self.spec.name} --resume "
+                                  "continues it without re-measuring",
+                                  exit_code=ExitCode.INTERRUPTED)
         self.host_errors.update(swept.host_errors)
         by_index = {e.index: e for e in swept.doc.points}
         out: list[Launched] = []
@@ -178,29 +183,127 @@ class TuneOutcome:
     #: the winner's variant file, when one was named beyond the noise
     written: str | None
     host_errors: Mapping[str, VariantctlError]
+    #: the cheapest configuration within the noise of the best, when cheaper than it
+    recommended: Recommendation | None = None
+    #: this run continued an interrupted one (``--resume``)
+    resumed: bool = False
+    #: servers the interrupted run left, stopped before resuming
+    stopped: tuple[str, ...] = ()
+
+
+def round_name(tune: str, number: int) -> str:
+    """The sweep a tune's batch ``number`` runs as (its points ``BASE@tune-NAME-rNNN-II``)."""
+    return f"tune-{tune}-r{number:03d}"
+
+
+def spec_fingerprint(spec: TuneSpec) -> str:
+    """What makes two runs of a tune the same search (space, objective, budget, bench,
+    seed, sampler, stages, variant, hosts), not where the lines of the file are."""
+    import hashlib
+
+    space = [replace(d, origin="") for d in spec.space]
+    text = repr((spec.variant, spec.hosts, space, spec.objective, spec.budget,
+                 [b.to_json() for b in spec.bench], spec.seed, spec.sampler, spec.stages))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+RUNNING, FINISHED = "running", "finished"
+
+
+def check_resume(spec: TuneSpec, state: Mapping[str, object] | None, *, resume: bool,
+                 path: str) -> int:
+    """The sweep rounds an interrupted run of the tune started (0 for a fresh run), or
+    the error that refuses this run: a plain rerun of an interrupted tune (``--resume``
+    says continue it), ``--resume`` with nothing interrupted, or with a changed spec."""
+    interrupted = state is not None and state.get("status") != FINISHED
+    if not resume:
+        if interrupted and state is not None:
+            raise VariantctlError(
+                f"tune {spec.name} was interrupted ({path}: started "
+                f"{state.get('started_at')}, {state.get('rounds')} round(s) launched)",
+                hint=f"`variantctl tune {spec.name} --resume` continues it without "
+                "re-measuring; delete that file to start the search over (stored "
+                "measurements of the same configurations are still reused)",
+                exit_code=ExitCode.CONFLICT)
+        return 0
+    if not interrupted or state is None:
+        raise VariantctlError(
+            f"tune {spec.name} has nothing to resume ({path}: "
+            + ("no earlier run" if state is None else "its last run finished") + ")",
+            hint=f"run `variantctl tune {spec.name}` without --resume",
+            exit_code=ExitCode.USAGE)
+    if state.get("spec") != spec_fingerprint(spec):
+        raise VariantctlError(
+            f"tunes/{spec.name}.yaml changed since the interrupted run: resuming would mix "
+            "two searches in one budget",
+            hint=f"restore the spec, or delete {path} to start the search over",
+            exit_code=ExitCode.CONFLICT)
+    rounds = state.get("rounds")
+    return rounds if isinstance(rounds, int) and rounds >= 0 else 0
 
 
 def run_tune(project: Project, name: str, start: Callable[[Plan], SweepUI], *,
-             grace: float) -> TuneOutcome:
-    """Search, decide, write the winner (``start(plan)`` is called before each batch)."""
+             grace: float, resume: bool = False) -> TuneOutcome:
+    """Search, decide, write the winner (``start(plan)`` is called before each batch).
+
+    The tune's state (``runs/tunes/NAME.json``) says whether its last run finished: a
+    rerun of an interrupted tune is refused unless ``resume``; resumed, the servers the
+    interrupted batch left are stopped and every measurement in the store is reused
+    (the optimiser replays them), so nothing measured is launched again."""
     from variantctl.tune.preflight import plan_space
     from variantctl.tune.search import run_search
-    from variantctl.tune.verdict import decide
+    from variantctl.tune.verdict import decide, recommend
 
     env = project.env
     spec = project.tune(name)
     base = project.resolve(spec.variant)
     plan_space(spec, base, project.hosts, project.patchset_names)
-    lab = TuneLab(project, spec, base, grace, start)
+    store = project.runs
     # one run of a tune at a time (a second is refused, exit 3, as a sweep's is)
-    with project.runs.sweep_lock(f"tune-{spec.name}", started_at=env.now().isoformat()):
+    with store.sweep_lock(f"tune-{spec.name}", started_at=env.now().isoformat()):
+        state = store.read_tune_state(spec.name)
+        rounds = check_resume(spec, state, resume=resume,
+                              path=str(store.tune_state_path(spec.name)))
+        started = env.now().isoformat()
+        doc: JsonObject = {"tune": spec.name, "spec": spec_fingerprint(spec),
+                                  "status": RUNNING, "started_at": started,
+                                  "rounds": rounds, "resumed": resume}
+
+        def on_round(number: int) -> None:  # written before the batch launches
+            doc["rounds"] = number
+            store.write_tune_state(spec.name, doc)
+
+        lab = TuneLab(project, spec, base, grace, start, rounds=rounds, on_round=on_round)
+        store.write_tune_state(spec.name, doc)
+        stopped = _stop_interrupted(project, lab, rounds, grace) if rounds else []
         log = run_search(spec, lab, hosts=len(lab.hosts), clock=env.clock)
+        doc.update(status=FINISHED, finished_at=env.now().isoformat(),
+                   launches=log.launches)
+        store.write_tune_state(spec.name, doc)
     verdict = decide(log, maximize=spec.objective.maximize)
+    recommended = recommend(verdict, log, base.args, maximize=spec.objective.maximize)
     written: str | None = None
     if verdict.best is not None and verdict.beats_base:
         written = _write_best(project, spec, base, verdict.best.settings,
                               f"{spec.objective.label()} {verdict.best.mean():.4g}")
-    return TuneOutcome(spec, log, verdict, written, dict(lab.host_errors))
+    return TuneOutcome(spec, log, verdict, written, dict(lab.host_errors), recommended,
+                       resumed=resume, stopped=tuple(stopped))
+
+
+def _stop_interrupted(project: Project, lab: TuneLab, rounds: int, grace: float) -> list[str]:
+    """Stop the servers the interrupted run's last batch left running (a SIGKILLed
+    variantctl cannot stop its server; the next candidate may need its port)."""
+    from variantctl.sweeps.executor import stop_leftovers
+    from variantctl.targets.connect import open_target
+
+    hosts = project.hosts
+    stopped: list[str] = []
+    for name in lab.hosts:
+        host = hosts[name]
+        with open_target(host) as target:
+            stopped += stop_leftovers(target, host, round_name(lab.spec.name, rounds),
+                                      grace=grace, runs_root=project.runs.root)
+    return stopped
 
 
 def _write_best(project: Project, spec: TuneSpec, base: ResolvedVariant, settings: Settings,

@@ -97,10 +97,17 @@ def test_the_result_table_shows_every_trial_and_the_verdict() -> None:
                  "ci95": [15.5, 16.5], "run_id": "abc-3"},
         "equivalent": [],
         "trials": [{"settings": {}, "state": "measured", "objective": 1.0, "run_id": "b-2",
-                    "reason": None, "launches": 3},
+                    "reason": None, "launches": 3, "ci95": [0.75, 1.25]},
                    {"settings": {"args.max-num-seqs": 32}, "state": "failed",
                     "objective": None, "run_id": "r32", "reason": "oom:\x1b[31m out",
-                    "launches": 0}],
+                    "launches": 0, "ci95": None},
+                   {"settings": {"args.max-num-seqs": 8}, "state": "pruned",
+                    "objective": 4.0, "run_id": "r8", "launches": 1, "ci95": None,
+                    "reason": "its probe was not within reach of the best"}],
+        "recommended": {"settings": {"args.max-num-seqs": 12}, "objective": 15.8,
+                        "ci95": [15.1, 16.4], "run_id": "r12",
+                        "why": "max-num-seqs 12 instead of 16; within the noise"},
+        "importance": {}, "importance_note": "1 configuration(s) of the space measured",
         "launches": 7, "best_so_far": [1.0, 16.0], "variant_written": "/p/v.yaml",
         "verdict": "beats the base variant beyond the noise"}}
     console = Console(width=200, record=True, color_system=None)
@@ -109,5 +116,48 @@ def test_the_result_table_shows_every_trial_and_the_verdict() -> None:
     out = console.export_text()
     assert "(base)" in out and "max-num-seqs=32" in out and "failed" in out
     assert "\x1b" not in out  # a server's text is shown with escapes made visible
-    assert "best so far: 1 → 16" in out
+    assert "best so far, after each batch: 1 → 16" in out
+    assert "0.75 … 1.25" in out  # a measured trial's spread beside its mean and n
+    assert "pruned and failed candidates:" in out
+    assert "#2 max-num-seqs=8: pruned — its probe was not within reach" in out
+    assert "effect: not computed — 1 configuration(s) of the space measured" in out
+    assert "recommended (cheaper, as good): max-num-seqs=12 15.8 (95 % CI 15.1 … 16.4)" \
+        " — max-num-seqs 12 instead of 16" in out
     assert "95 % CI 15.5 … 16.5" in out and "wrote /p/v.yaml" in out
+
+
+def test_repeats_1_screens_every_candidate_once_and_names_no_winner() -> None:
+    # a screen: the whole budget on probes, none kept for a confirmation
+    spec = parse(SPEC.replace("launches: 12", "launches: 3")
+                 + "stages: {repeats: 1, max_repeats: 2}\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    assert len(lab.launched) == 3 and lab.launched[0] == {}
+    assert all(len(c.runs) <= 1 for c in log.candidates if c.settings.get(
+        "args.max-num-seqs") != 16)  # 16 was measured before: its run reused
+    verdict = decide(log, maximize=True)
+    assert verdict.best is None and "twice" in verdict.reason
+
+
+def test_repeats_1_with_budget_left_tightens_the_best_from_one_launch() -> None:
+    # every candidate screened, budget left: the best gets a second launch (one launch
+    # has no interval), the base keeps its one
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [1, 2]\n"
+                 "objective: {maximize: output_throughput}\nbudget: {launches: 5}\n"
+                 "sampler: grid\nseed: 3\nstages: {repeats: 1, max_repeats: 3}\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    best = max((c for c in log.candidates if c.values), key=lambda c: c.mean() or 0.0)
+    assert best.settings == {"args.max-num-seqs": 2} and 2 <= len(best.values) <= 3
+
+
+def test_the_grid_sampler_running_out_of_points_ends_the_search_not_the_process() -> None:
+    # Optuna's GridSampler calls study.stop() when its grid is exhausted, which raises
+    # outside study.optimize: the tune must finish with every point measured
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [1, 2]\n"
+                 "objective: {maximize: output_throughput}\nbudget: {launches: 12}\n"
+                 "sampler: grid\nseed: 3\n")
+    lab = StandInLab()
+    log = run_search(spec, lab)
+    seen = {c.settings.get("args.max-num-seqs") for c in log.candidates if not c.is_base}
+    assert seen == {1, 2} and log.spent <= 12
