@@ -22,7 +22,7 @@ GRID = len(SEQS) * len(TOKENS)
 
 def _project(root: Path, seed: int) -> Path:
     make_bench_project(root, gpu_monitor=False)
-    write_fake_variant(root, "tunable", {"ttft-ms": 2, "itl-ms": 3, "max-num-seqs": 4,
+    write_fake_variant(root, "tunable", {"ttft-ms": 2, "itl-ms": 8, "max-num-seqs": 4,
                                          "max-num-batched-tokens": 512})
     (root / "tunes").mkdir()
     (root / "tunes" / "known.yaml").write_text(

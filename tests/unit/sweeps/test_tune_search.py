@@ -161,3 +161,40 @@ def test_the_grid_sampler_running_out_of_points_ends_the_search_not_the_process(
     log = run_search(spec, lab)
     seen = {c.settings.get("args.max-num-seqs") for c in log.candidates if not c.is_base}
     assert seen == {1, 2} and log.spent <= 12
+
+
+def test_after_the_startup_proposals_a_compass_step_tries_the_best_ones_neighbours() -> None:
+    """Once TPE's random startup proposals are measured, the next proposal is an untried
+    neighbour of the best (one step along one numeric list), so a small budget does not
+    stop one step short of the optimum; before that, and around a best whose neighbours
+    were all tried, it is TPE's."""
+    from variantctl.tune.search import Candidate, SearchLog, _compass_step
+
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [4, 8, 16, 32]\n"
+                 "  args.max-num-batched-tokens: [512, 1024, 2048]\n"
+                 "  env.BACKEND: [A, B]\nobjective: {maximize: output_throughput}\n"
+                 "budget: {launches: 12}\nseed: 1\n")
+    log = SearchLog()
+    log.candidates.append(Candidate(0, {}, "measured", runs=[("base", 50.0)], is_base=True))
+    best = {"args.max-num-seqs": 8, "args.max-num-batched-tokens": 1024, "env.BACKEND": "A"}
+    worse = {"args.max-num-seqs": 32, "args.max-num-batched-tokens": 2048,
+             "env.BACKEND": "B"}
+    seen: dict[str, Candidate] = {}
+    for n, (settings, value) in enumerate([(worse, 10.0), (best, 90.0)], start=1):
+        c = Candidate(n, settings, "measured", runs=[(f"r{n}", value)])
+        log.candidates.append(c)
+        seen[repr(sorted(settings.items()))] = c
+    assert _compass_step(spec, log, seen, startup=3) is None  # still TPE's startup
+    step = _compass_step(spec, log, seen, startup=2)
+    assert step == {**best, "args.max-num-seqs": 4}  # one step down the first list
+    # the neighbours already tried are skipped; the non-numeric choice is never stepped
+    tried = [{**best, "args.max-num-seqs": 4}, {**best, "args.max-num-seqs": 16},
+             {**best, "args.max-num-batched-tokens": 512}]
+    for s in tried:
+        seen[repr(sorted(s.items()))] = log.candidates[1]
+    assert _compass_step(spec, log, seen, startup=2) == {
+        **best, "args.max-num-batched-tokens": 2048}
+    seen[repr(sorted({**best, "args.max-num-batched-tokens": 2048}.items()))] = best_c = \
+        log.candidates[2]
+    assert best_c.settings == best
+    assert _compass_step(spec, log, seen, startup=2) is None  # a local optimum: TPE's turn
