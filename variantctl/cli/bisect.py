@@ -52,11 +52,13 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
         if as_json:
             print_json(env, dry_run_json(p, project.secrets))
         else:
-            emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most))
+            emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most,
+                                     project.secrets))
         return
 
     def start(plan: Plan) -> ProgressPrinter:
-        emit(env, [replace(b, err=True) for b in plan_blocks(plan, dry_run=False)])
+        emit(env, [replace(b, err=True)
+                   for b in plan_blocks(plan, dry_run=False, secrets=project.secrets)])
         return ProgressPrinter(env, plan, env.clock)
 
     result = run_bisect(project, req, start)

@@ -49,12 +49,12 @@ def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
     """
     if JSON_OUTPUT.get():
         print_json_error(env, exc.to_json())
-    from variantctl.logs.bounded import visible_lines
+    from variantctl.logs.bounded import clipped_lines
 
     # a message may quote a server or a log (an error body, a model id): filtered
-    _echo_err(env, f"error: {visible_lines(exc.message)}")
+    _echo_err(env, f"error: {clipped_lines(exc.message)}")
     if exc.hint:
-        _echo_err(env, f"hint: {visible_lines(exc.hint)}")
+        _echo_err(env, f"hint: {clipped_lines(exc.hint)}")
     return exc.exit_code
 
 

@@ -48,12 +48,12 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
         if as_json:
             print_json(env, {"plan": view.plan_json(plan, project.secrets), "dry_run": True})
         else:
-            emit(env, view.plan_blocks(plan, dry_run=True))
+            emit(env, view.plan_blocks(plan, dry_run=True, secrets=project.secrets))
         return
 
     def start(plan: Plan) -> ProgressPrinter:
         if not as_json:
-            emit(env, view.plan_blocks(plan, dry_run=False))
+            emit(env, view.plan_blocks(plan, dry_run=False, secrets=project.secrets))
         return ProgressPrinter(env, plan, env.clock)
 
     out = run_sweep(project, req, start)

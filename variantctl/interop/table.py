@@ -95,7 +95,7 @@ def level_table(runs: Sequence[RunInput], secrets: SecretRule = DEFAULT) -> Tabl
     for s in series_of(runs, secrets):
         flat = settings_of(s.run)
         settings = tuple(MASK if secrets.is_secret_setting(k) and flat.get(k) is not None
-                         else _setting(flat.get(k)) for k in keys)
+                         else _setting(secrets.mask_value(flat.get(k))) for k in keys)
         for p in s.points:
             total = p.completed + p.failed
             fixed: tuple[Cell, ...] = (

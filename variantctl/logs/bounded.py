@@ -113,3 +113,26 @@ def visible_lines(text: str) -> str:
     if text.isprintable():
         return text
     return text.translate(_CONTROL_KEEP_LINES)
+
+
+#: the most characters of one piece of untrusted text (a log line, a server's error
+#: body, a name or description from a file) one terminal line shows; the full text is
+#: in ``--json`` or the file it came from
+MAX_SHOWN = 2000
+#: what replaces the rest of a clipped text
+CLIP_MARKER = " …[{n} characters cut]"
+
+
+def clipped(text: str, limit: int = MAX_SHOWN) -> str:
+    """:func:`visible`, cut to ``limit`` characters of the original with a marker saying
+    how many were cut: the one form untrusted text takes on a terminal line (bounded, so
+    a 1 MB line is a short one; escaped, so ESC, CR and C1 codes cannot act). Linear in
+    ``limit``, not in ``text``."""
+    if len(text) <= limit:
+        return visible(text)
+    return visible(text[:limit]) + CLIP_MARKER.format(n=len(text) - limit)
+
+
+def clipped_lines(text: str, limit: int = MAX_SHOWN) -> str:
+    """:func:`clipped` line by line (newlines kept): a multi-line message."""
+    return "\n".join(clipped(line, limit) for line in text.split("\n"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from variantctl.jsontypes import JsonObject
-from variantctl.render.output import Block, text
+from variantctl.render.output import Block, cell, text
 from variantctl.render.sweep import plan_blocks
 from variantctl.secretmask import DEFAULT, SecretRule
 
@@ -34,16 +34,19 @@ def _strategy_line(bis: Bisection, first: int, at_most: int) -> str:
     return f"{how}: {first} launches in round 1, at most {at_most} in all"
 
 
-def dry_run_blocks(bis: Bisection, plan: Plan, first: int, at_most: int) -> list[Block]:
+def dry_run_blocks(bis: Bisection, plan: Plan, first: int, at_most: int,
+                   secrets: SecretRule = DEFAULT) -> list[Block]:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("SETTING", "A", "B"):
         table.add_column(col)
     for s in bis.settings:
-        table.add_row(s.label, _value(s.shown(s.a)), _value(s.shown(s.b)))
+        table.add_row(cell(s.label), cell(_value(s.shown(s.a)), 400),
+                      cell(_value(s.shown(s.b)), 400))
     return [text(_head(bis)), Block(table), text(_strategy_line(bis, first, at_most)),
-            *[text(f"note: {n}") for n in bis.notes], *plan_blocks(plan, dry_run=True)]
+            *[text(f"note: {n}") for n in bis.notes],
+            *plan_blocks(plan, dry_run=True, secrets=secrets)]
 
 
 def _value(v: Any) -> str:

@@ -7,10 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from variantctl.jsontypes import JsonObject
-from variantctl.render.output import Block, error_lines
+from variantctl.render.output import Block, cell, error_lines
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from rich.text import Text
 
     from variantctl.errors import VariantctlError
     from variantctl.hostmodel import Host
@@ -39,8 +40,9 @@ def hosts_table(rows: Sequence[JsonObject]) -> Table:
     return table
 
 
-def _cell(value: object) -> str:
-    return "" if value is None else str(value)
+def _cell(value: object) -> Text:
+    # from hosts.yaml: literal (never markup), escaped, bounded
+    return cell(value, 400)
 
 
 def check_table(results: Sequence[HostCheck]) -> Table:

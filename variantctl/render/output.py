@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from variantctl.jsontypes import Json
-from variantctl.logs.bounded import visible_lines
+from variantctl.logs.bounded import clipped, clipped_lines, visible_lines
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.text import Text
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,21 @@ def rich_line(line: str, *, err: bool = False) -> Block:
 def error_lines(message: str, hint: str | None) -> list[Block]:
     """``error: …`` and ``hint: …`` on stderr: the one form of every error line."""
     # as cli/failure.report_error prints the error that ends a command (folded like it)
-    out = [Block(f"error: {visible_lines(message)}", err=True, markup=False, highlight=False)]
+    # bounded too: a message can quote a server's error body or a file's value
+    out = [Block(f"error: {clipped_lines(message)}", err=True, markup=False, highlight=False)]
     if hint:
-        out.append(Block(f"hint: {visible_lines(hint)}", err=True, markup=False,
+        out.append(Block(f"hint: {clipped_lines(hint)}", err=True, markup=False,
                          highlight=False))
     return out
+
+
+def cell(value: object, limit: int = 200) -> Text:
+    """A table cell holding text from a file, a log or a server (a name, a description,
+    a path, a fact): literal (never markup), escaped and cut to ``limit`` characters
+    (:func:`variantctl.logs.bounded.clipped`); None is empty."""
+    from rich.text import Text
+
+    return Text("" if value is None else clipped(str(value), limit))
 
 
 #: DEL and the C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (it

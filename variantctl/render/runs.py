@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from variantctl.logs.bounded import visible
+from variantctl.logs.bounded import clipped
+from variantctl.render.output import cell
 from variantctl.runs.run import RunRecord, as_object
 from variantctl.runs.store import RunDir
 from variantctl.secretmask import DEFAULT, SecretRule
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 
 def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("RUN", "DATE", "VARIANT", "HOST", "VERDICT", "READY S", "FACTS"):
@@ -23,7 +23,7 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
         table.add_column(col, no_wrap=col in ("RUN", "DATE", "VERDICT", "READY S"))
     for r in rows:
         if "error" in r:
-            table.add_row(*(Text(visible(str(c))) for c in (
+            table.add_row(*(cell(c, 400) for c in (
                 r["run_id"], "", r["variant"], "", "unreadable", "", r["error"]["message"])))
             continue
         verdict = r["verdict"] + (f" {r['signature']}" if r["signature"] else "")
@@ -34,7 +34,7 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
         # every cell is from a stored record, and facts were read from a server's log
         cells = (r["run_id"], str(r["created_at"])[:19].replace("T", " "), r["variant"],
                  str(r["host"] or ""), verdict, "" if ready is None else f"{ready:.1f}", facts)
-        table.add_row(*(Text(visible(str(c))) for c in cells))  # text, never markup
+        table.add_row(*(cell(c, 400) for c in cells))  # text, never markup; bounded
     return table
 
 
@@ -74,4 +74,5 @@ def run_lines(d: RunDir, rec: RunRecord, secrets: SecretRule = DEFAULT) -> list[
     lines += [f"benchmark {b}" for b in rec.benchmarks]
     if rec.log_file:
         lines.append(f"log {d.path / rec.log_file}")
-    return lines
+    # every line quotes a stored record (a log's message, facts, names): bounded, escaped
+    return [clipped(line) for line in lines]

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from variantctl.jsontypes import JsonObject
 from variantctl.launch.servers import ServerStatus, StopOutcome, stop_dict
-from variantctl.render.output import Block, text
+from variantctl.render.output import Block, cell, text
 from variantctl.targets.connect import HostOutcome
 
 T = TypeVar("T")
@@ -90,9 +90,10 @@ def ps_blocks(outcomes: Sequence[HostOutcome[list[ServerStatus]]], now: datetime
         for r in rows:
             # a SLURM job's id in the PID column (its record has no pid)
             ident = r["pid"] if r["pid"] is not None else (r.get("job") or {}).get("id")
-            table.add_row(r["host"], r["variant"], str(ident), str(r["port"]),
+            # read from server records and hosts: literal, escaped, bounded
+            table.add_row(cell(r["host"]), cell(r["variant"]), cell(ident), cell(r["port"]),
                           human_duration(r["uptime_s"]) if r["uptime_s"] is not None else "-",
-                          _state_cell(r), str(r["processes"]), r["log"])
+                          cell(_state_cell(r), 400), cell(r["processes"]), cell(r["log"], 400))
         return [Block(table)]
     if any(o.error for o in outcomes):
         return []

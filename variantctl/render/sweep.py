@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from variantctl.errors import VariantctlError
 from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import visible
-from variantctl.render.output import Block, error_lines, text
+from variantctl.render.output import Block, cell, error_lines, text
 from variantctl.secretmask import DEFAULT, SecretRule
 from variantctl.sweeps.plan import Plan, PlannedPoint
 
@@ -45,7 +45,7 @@ def _prediction(p: PlannedPoint) -> str:
     return "run" + (f" (warning: {', '.join(warnings)})" if warnings else "")
 
 
-def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
+def plan_blocks(plan: Plan, *, dry_run: bool, secrets: SecretRule = DEFAULT) -> list[Block]:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -55,7 +55,9 @@ def plan_blocks(plan: Plan, *, dry_run: bool) -> list[Block]:
         eta = duration(p.eta_startup_s) + ("" if p.eta_bench_s is not None else "+bench")
         if p.eta_bench_s is not None:
             eta = duration(p.eta_s)
-        table.add_row(str(p.point.index), p.name, p.host, p.point.label(), _prediction(p),
+        # names and values from the sweep file: literal, bounded; secrets by the project's rule
+        table.add_row(str(p.point.index), cell(p.name), cell(p.host),
+                      cell(p.point.label(secrets), 400), cell(_prediction(p), 400),
                       eta if p.run and p.done is None else "")
     n_done = sum(1 for p in plan.to_run if p.done is not None)
     n_run = len(plan.to_run) - n_done
@@ -99,7 +101,6 @@ def progress_line(host: str, i: int, n: int, point: PlannedPoint, phase: str, de
 
 def result_blocks(doc: SweepDoc, path: str) -> list[Block]:
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     ranked = doc.rank == "capacity"
@@ -140,7 +141,7 @@ def result_blocks(doc: SweepDoc, path: str) -> list[Block]:
                  _num(t.get("time_to_ready_s")), _num(t.get("bench_s")),
                  *((cap_cell,) if ranked else ()), note)
         # read from the state file; notes quote servers' logs: text, filtered
-        table.add_row(*(Text(visible(str(c))) for c in cells))
+        table.add_row(*(cell(c, 400) for c in cells))
     counts: dict[str, int] = {}
     for e in doc.points:
         counts[e.status] = counts.get(e.status, 0) + 1

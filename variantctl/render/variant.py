@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from variantctl.logs.bounded import clipped
+from variantctl.render.output import cell
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -20,7 +23,6 @@ def variant_table(v: ResolvedVariant, host: Host | None, *, origin: bool) -> Tab
     """One row per setting (the host's vLLM version and vendor where the variant has
     none: the rules use them); with ``origin``, the file:line that set it."""
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, show_header=False)
     table.add_column("setting", style="bold")
@@ -43,9 +45,10 @@ def variant_table(v: ResolvedVariant, host: Host | None, *, origin: bool) -> Tab
                         for k in host.vendor.to_dict()})
     rows[at:at] = platform
     for key, value, where in rows:
-        cells = [Text(key), Text(value)]
+        # from variant files (a description, a value): escaped, bounded
+        cells = [cell(key), cell(value, 1000)]
         if origin:
-            cells.append(Text(origins.get(where, "") if where else ""))
+            cells.append(cell(origins.get(where, "") if where else ""))
         table.add_row(*cells)
     return table
 
@@ -103,9 +106,10 @@ def list_table(rows: Sequence[VariantRow]) -> Table:
         table.add_column(col, overflow="fold", no_wrap=col == "NAME")
     for r in rows:
         v = r.variant
-        table.add_row(Text(r.name), Text(", ".join(v.parents) or "-"),
-                      Text("\n".join(r.changes) or "(same)"),
-                      Text(", ".join(v.requires) or "-"), Text(", ".join(v.tags) or "-"))
+        table.add_row(cell(r.name), cell(", ".join(v.parents) or "-", 400),
+                      Text("\n".join(clipped(c, 400) for c in r.changes) or "(same)"),
+                      cell(", ".join(v.requires) or "-", 400),
+                      cell(", ".join(v.tags) or "-", 400))
     return table
 
 
@@ -123,6 +127,6 @@ def diff_table(a: str, b: str, changes: Sequence[Change]) -> Table:
     for c in changes:
         group = c.group if c.group != last else ""
         last = c.group
-        table.add_row(Text(group), Text(c.label), Text(format_value(c.old)), Text("→"),
-                      Text(format_value(c.new)))
+        table.add_row(cell(group), cell(c.label), cell(format_value(c.old), 1000), Text("→"),
+                      cell(format_value(c.new), 1000))
     return table

@@ -262,12 +262,22 @@ def compare(a: RunInput, b: RunInput, secrets: SecretRule = DEFAULT) -> Comparis
     notes += _success_notes(ra, rb)
 
     def secret(c: SettingChange) -> bool:
-        return c.group in _NAMED_GROUPS and secrets.is_secret_setting(f"{c.group}.{c.key}")
+        return ((c.group in _NAMED_GROUPS or c.group == "facts")
+                and secrets.is_secret_setting(f"{c.group}.{c.key}"))
 
-    also = [c for c in changes if c.key in NOT_PERFORMANCE and not secret(c)]
+    def inline(value: Setting) -> Setting:
+        return value if value is UNSET else secrets.mask_value(value)
+
+    # a command line or a list value with a secret inline (``--api-key sk-…``) shown
+    # masked; where only the secret differs, it is said under "also differs"
+    shown = [c if secret(c) else SettingChange(c.group, c.key, inline(c.a), inline(c.b))
+             for c in changes]
+    only_secret = [not secret(s) and s.a == s.b and type(s.a) is type(s.b) for s in shown]
+    also = [s for c, s, o in zip(changes, shown, only_secret, strict=True)
+            if o or (c.key in NOT_PERFORMANCE and not secret(c))]
     also += [_masked(c) for c in changes if secret(c)]
     return Comparison(a, b, tuple(f for f, _ in a_sel), tuple(f for f, _ in b_sel),
                       tuple(metric_tests(ra, rb)),
-                      tuple(c for c in changes if c.key not in NOT_PERFORMANCE
-                            and not secret(c)),
+                      tuple(s for c, s, o in zip(changes, shown, only_secret, strict=True)
+                            if c.key not in NOT_PERFORMANCE and not secret(c) and not o),
                       tuple(notes), tuple(also))

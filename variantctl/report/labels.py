@@ -98,7 +98,7 @@ def labels(runs: Sequence[RunInput], secrets: SecretRule = DEFAULT) -> dict[str,
         for k in keys:
             value = f.get(k, _MISSING)
             shown = (MASK if secrets.is_secret_setting(k) and value not in (_MISSING, None)
-                     else shorten(_text(value, flag[k]), VALUE_MAX))
+                     else shorten(_text(secrets.mask_value(value), flag[k]), VALUE_MAX))
             words.append(f"{_short(k)}={shown}")
         out[r.run_id] = shorten(" ".join(words))
     return out

@@ -54,6 +54,8 @@ class Setting:
     b: Json
     #: a secret's values (variantctl.secretmask) are shown as ``***``, used as they are
     secret: bool = False
+    #: the rule that masks secrets held inline in a value (``[--api-key, sk-…]``)
+    rule: SecretRule = DEFAULT
 
     @property
     def label(self) -> str:
@@ -61,7 +63,9 @@ class Setting:
 
     def shown(self, value: Json) -> Json:
         """``value`` as printed: ``***`` for a secret's (unset stays None)."""
-        return MASK if self.secret and value is not None else _plain(value)
+        if self.secret and value is not None:
+            return MASK
+        return self.rule.mask_value(_plain(value))
 
     def to_json(self) -> JsonObject:
         return {"setting": self.label, "a": self.shown(self.a), "b": self.shown(self.b),
@@ -87,7 +91,7 @@ def settings_between(a: JsonMapping, b: JsonMapping,
             va, vb = _plain(sa.get(key)), _plain(sb.get(key))
             if va != vb or type(va) is not type(vb):
                 out.append(Setting(section, str(key), va, vb,
-                                   secrets.is_secret_setting(f"{section}.{key}")))
+                                   secrets.is_secret_setting(f"{section}.{key}"), secrets))
     ra, rb = _names(a.get("requires")), _names(b.get("requires"))
     for name in sorted(ra ^ rb):
         out.append(Setting("requires", name, name in ra, name in rb))

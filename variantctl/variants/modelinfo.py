@@ -7,9 +7,9 @@ JSON text, so rules stay testable without files.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from variantctl.jsondepth import loads as depth_limited_loads
 from variantctl.jsontypes import Json
 
 
@@ -37,7 +37,9 @@ def config_mapping(text: str) -> dict[str, Json] | None:
     fill in what the top level lacks. The one reader of config.json (pre-flight facts
     here, the report's roofline shape)."""
     try:
-        data = json.loads(text)
+        # a model directory is untrusted: nesting past the limit is "not a config", not a
+        # RecursionError (jsondepth raises a JSONDecodeError, a ValueError)
+        data = depth_limited_loads(text)
     except ValueError:
         return None
     if not isinstance(data, dict):

@@ -345,3 +345,27 @@ def test_every_level_carries_its_intervals_and_until_ci_says_how_it_ended(
                if line.replace("│", " ").split()[:3] == ["1", "1", "4"])
     cell = row.replace("│", " ").split()[4]
     assert cell.startswith("±") and cell.endswith("*!")  # the half-width and the marks
+
+
+def test_sixteen_benches_at_once_each_stored_once(run_cli: Run,
+                                                  project_without_gpu_monitor: Path) -> None:
+    """Issue 32's "no benchmark is lost under 16 concurrent benches", end to end: 16
+    ``variantctl bench`` processes against one launched (FAKE) server's run all exit 0,
+    and its run.json lists 16 distinct benchmark files, each on disk, none overwritten."""
+    project = project_without_gpu_monitor
+    launch(run_cli, project, "fake-openai")
+    env = {**os.environ, "VARIANTCTL_PROJECT": str(project), "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen(
+        variantctl_argv("bench", "fake-openai", "--concurrency", "1", "--requests", "2",
+                        "--output-len", "4", "--warmup", "off", "--json"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(16)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 16, [e for _, e in outs][:2]
+    stored = {json.loads(out)["stored"] for out, _ in outs}
+    assert len(stored) == 16  # each bench says where it stored, no two the same file
+    d = run_dir(project, "fake-openai")
+    listed = json.loads((d / "run.json").read_text())["benchmarks"]
+    assert len(listed) == len(set(listed)) == 16
+    assert sorted(listed) == sorted(p.name for p in d.glob("bench-*.json"))
+    assert {str(d / n) for n in listed} == stored

@@ -394,3 +394,14 @@ def test_cli_check_reads_a_local_models_config(tmp_path: Path,
     data = json.loads(res.stdout)
     assert data["predicted"] == {"tp3": "tp-heads-not-divisible",
                                  "long": "max-model-len-exceeds-model"}
+
+
+def test_a_config_json_nested_past_the_limit_is_not_a_config() -> None:
+    """A model directory is untrusted: a ``config.json`` nested 100,000 deep reads as
+    "not a config" (None), never a RecursionError (issue 32: no input hangs or crashes)."""
+    from variantctl.variants.modelinfo import config_mapping, parse_model_config
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert config_mapping(deep) is None
+    assert parse_model_config(deep, "m/config.json") is None
+    assert config_mapping('{"hidden_size": 8, "x": [[1]]}') == {"hidden_size": 8, "x": [[1]]}
