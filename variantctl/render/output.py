@@ -9,6 +9,7 @@ terminal is decided here, once, not by the order of print calls in each command.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,3 +70,15 @@ def json_text(data: Json) -> str:
     every control character escaped (C0 by ``json``, DEL and C1 here)."""
     return json.dumps(data, indent=2, sort_keys=False, default=str,
                       ensure_ascii=False).translate(_JSON_C1)
+
+
+def json_list_chunks(key: str, items: Iterable[Json]) -> Iterator[str]:
+    """:func:`json_text` of ``{key: [items...]}``, item by item (the same text), so a
+    listing of ten thousand runs is never one string in memory."""
+    head = json_text({key: []})[:-len("[]\n}")]  # '{\n  "key": '
+    first = True
+    for item in items:
+        body = json_text(item).replace("\n", "\n    ")  # strings hold no raw newline
+        yield (f"{head}[\n    " if first else ",\n    ") + body
+        first = False
+    yield f"{head}[]\n}}" if first else "\n  ]\n}"
