@@ -72,13 +72,25 @@ def json_text(data: Json) -> str:
                       ensure_ascii=False).translate(_JSON_C1)
 
 
-def json_list_chunks(key: str, items: Iterable[Json]) -> Iterator[str]:
-    """:func:`json_text` of ``{key: [items...]}``, item by item (the same text), so a
-    listing of ten thousand runs is never one string in memory."""
+def json_list_chunks(key: str, items: Iterable[Json], batch: int = 256) -> Iterator[str]:
+    """:func:`json_text` of ``{key: [items...]}``, ``batch`` items at a time (the same
+    text), so a listing of ten thousand runs is never one string in memory."""
     head = json_text({key: []})[:-len("[]\n}")]  # '{\n  "key": '
     first = True
-    for item in items:
-        body = json_text(item).replace("\n", "\n    ")  # strings hold no raw newline
-        yield (f"{head}[\n    " if first else ",\n    ") + body
+    for part in _batches(items, batch):
+        inner = json_text(part)[2:-2]  # '[\n  A,\n  B\n]' less its brackets
+        # strings hold no raw newline: each line one level deeper
+        yield (f"{head}[\n" if first else ",\n") + "  " + inner.replace("\n", "\n  ")
         first = False
     yield f"{head}[]\n}}" if first else "\n  ]\n}"
+
+
+def _batches(items: Iterable[Json], size: int) -> Iterator[list[Json]]:
+    part: list[Json] = []
+    for item in items:
+        part.append(item)
+        if len(part) == size:
+            yield part
+            part = []
+    if part:
+        yield part
