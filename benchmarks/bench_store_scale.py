@@ -13,9 +13,16 @@ process, and prints wall seconds and peak RSS:
 - ``report`` of 200 runs (target: ≤ 10 s).
 
 Usage: .venv/bin/python benchmarks/bench_store_scale.py [--quick] [--keep DIR]
-(``--quick``: the smaller sizes only). Prints one line per figure; exit 0. To time
-another checkout's code, run it from a directory outside any checkout with
-``PYTHONPATH=<that checkout>`` (``python -m`` puts the current directory first).
+[--baseline CHECKOUT] [--repeat N] [--only runs|trend|report]
+(``--quick``: the smaller sizes only). Prints one line per figure; exit 0.
+
+``--baseline CHECKOUT`` (another checkout's code, e.g. ``git archive main | tar -x -C
+/tmp/main``) times each figure with that code and with this checkout's, alternately,
+``--repeat`` times each (default 3), on the same store, and prints the median, the
+spread (min–max) and the ratio baseline / this checkout: on a shared machine the ratio
+means more than either time. Every process runs from a directory outside any checkout
+with ``PYTHONPATH`` set to the code it times (``python -m`` puts the current directory
+first).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,12 +99,14 @@ def build(root: Path, runs: int, trend_runs: int) -> list[str]:
     return ids
 
 
-def timed(root: Path, *args: str) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one ``variantctl`` process."""
-    env = {**os.environ, "VARIANTCTL_PROJECT": str(root), "COLUMNS": "200"}
+def timed(root: Path, *args: str, code: Path = REPO) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one ``variantctl`` process running ``code``."""
+    env = {**os.environ, "VARIANTCTL_PROJECT": str(root), "COLUMNS": "200",
+           "PYTHONPATH": str(code)}
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "variantctl", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-W", "ignore", "-m", "variantctl", *args],
+                            env=env, cwd=root, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -105,31 +115,73 @@ def timed(root: Path, *args: str) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024.0
 
 
+def _spread(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"{statistics.median(ordered):6.2f} s ({ordered[0]:.2f}–{ordered[-1]:.2f})"
+
+
+def figure(what: str, root: Path, args: list[str], baseline: Path | None,
+           repeat: int) -> None:
+    """One figure: this checkout's time and peak RSS; with a baseline, both codes'
+    medians over ``repeat`` alternate runs and their ratio."""
+    if baseline is None:
+        wall, rss = timed(root, *args)
+        print(f"{what}: {wall:6.2f} s, peak {rss:6.0f} MB")
+        return
+    walls: dict[str, list[float]] = {"baseline": [], "this": []}
+    peaks: dict[str, list[float]] = {"baseline": [], "this": []}
+    for _ in range(repeat):
+        for who, code in (("baseline", baseline), ("this", REPO)):
+            wall, rss = timed(root, *args, code=code)
+            walls[who].append(wall)
+            peaks[who].append(rss)
+    ratio = statistics.median(walls["baseline"]) / statistics.median(walls["this"])
+    print(f"{what}: this {_spread(walls['this'])}, peak {max(peaks['this']):4.0f} MB | "
+          f"baseline {_spread(walls['baseline'])}, peak {max(peaks['baseline']):4.0f} MB | "
+          f"{ratio:4.1f}x faster (n={repeat} each)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the smaller sizes only")
     ap.add_argument("--keep", type=Path, help="build the stores under DIR and keep them")
+    ap.add_argument("--baseline", type=Path,
+                    help="a checkout of the code to compare with (its repository root)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="with --baseline: runs of each code per figure (default 3)")
+    ap.add_argument("--only", choices=("runs", "trend", "report"), action="append",
+                    help="only these figures (repeatable; default: all)")
     opts = ap.parse_args()
     base = opts.keep or Path(tempfile.mkdtemp(prefix="variantctl-scale-"))
     sizes = (1000, 4000) if opts.quick else (1000, 4000, 10000)
     trends = (100, 300) if opts.quick else (100, 300, 1000)
+    only = set(opts.only or ("runs", "trend", "report"))
+    baseline = opts.baseline.resolve() if opts.baseline else None
     try:
-        for n in sizes:
+        for n in sizes if "runs" in only else ():
             root = base / f"list-{n}"
-            build(root, n, min(n, 200))
-            wall, rss = timed(root, "runs", "--json")
-            print(f"runs --json over {n:>6,} runs: {wall:6.2f} s, peak {rss:6.0f} MB")
-            wall, rss = timed(root, "runs", "--json")
-            print(f"  again (the index is warm): {wall:6.2f} s, peak {rss:6.0f} MB")
-        for n in trends:
+            if not root.exists():
+                build(root, n, min(n, 200))
+            if baseline is None:  # the first listing builds the index
+                figure(f"runs --json over {n:>6,} runs (index cold)", root,
+                       ["runs", "--json"], None, 1)
+            else:
+                timed(root, "runs", "--json")  # the index warm for both codes
+            figure(f"runs --json over {n:>6,} runs (index warm)", root, ["runs", "--json"],
+                   baseline, opts.repeat)
+        for n in trends if "trend" in only else ():
             root = base / f"trend-{n}"
-            build(root, n + 100, n)
-            wall, rss = timed(root, "runs", "trend", TREND_KEY, "--json")
-            print(f"runs trend over {n:>6,} runs: {wall:6.2f} s, peak {rss:6.0f} MB")
-        root = base / "report-200"
-        ids = build(root, 200, 200)
-        wall, rss = timed(root, "report", *ids, "--out", str(root / "report"))
-        print(f"report of 200 runs:           {wall:6.2f} s, peak {rss:6.0f} MB")
+            if not root.exists():
+                build(root, n + 100, n)
+            figure(f"runs trend over {n:>6,} runs", root,
+                   ["runs", "trend", TREND_KEY, "--json"], baseline, opts.repeat)
+        if "report" in only:
+            root = base / "report-200"
+            if not root.exists():  # (--keep: a store built before, its ids beside it)
+                (base / "report-200.ids").write_text(" ".join(build(root, 200, 200)))
+            ids = (base / "report-200.ids").read_text().split()
+            figure("report of 200 runs", root,
+                   ["report", *ids, "--out", str(root / "report")], baseline, opts.repeat)
     finally:
         if opts.keep is None:
             shutil.rmtree(base, ignore_errors=True)

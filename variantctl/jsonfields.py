@@ -126,7 +126,10 @@ class Fields:
     def number(self, key: str, default: float | _Missing = _MISSING) -> float:
         """A number; ``"inf"``, ``"-inf"`` and ``"nan"`` too (JSON has none: the writers
         store them as strings)."""
-        return _number(self._get(key, default), lambda what, v: self._bad(key, what, v))
+        value = self._get(key, default)
+        if type(value) is float:  # the usual case, without building the error's callback
+            return value
+        return _number(value, lambda what, v: self._bad(key, what, v))
 
     def opt_number(self, key: str) -> float | None:
         value = self._get(key, None)
@@ -180,8 +183,12 @@ class Fields:
         return tuple(out)
 
     def numbers(self, key: str, default: Sequence[object] | _Missing = ()) -> tuple[float, ...]:
-        return tuple(_number(v, self._bad_at(f"{key}[{i}]"))
-                     for i, v in enumerate(self.items(key, default)))
+        items = self.items(key, default)
+        # the usual list (a request's chunk offsets): JSON numbers only, checked at once;
+        # anything else (a string "inf", a bad item) takes the item-by-item path
+        if all(type(v) is float or type(v) is int for v in items):
+            return tuple(map(float, items))
+        return tuple(_number(v, self._bad_at(f"{key}[{i}]")) for i, v in enumerate(items))
 
     def counts(self, key: str) -> dict[str, int]:
         """An object of integers (``{"http 500": 3}``); absent is empty."""

@@ -9,7 +9,7 @@ keeps every per-request value needed to recompute the metrics (``metrics.compute
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -106,6 +106,9 @@ class RequestResult:
 
     @classmethod
     def from_fields(cls, f: Fields) -> RequestResult:
+        fast = _request_as_written(f.data)
+        if fast is not None:
+            return fast
         return cls(
             index=f.integer("index"),
             ok=f.flag("ok"),
@@ -122,6 +125,44 @@ class RequestResult:
             error=f.opt_text("error"),
             error_detail=f.opt_text("error_detail"),
         )
+
+
+_INT_FIELDS = ("prompt_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+_INT: set[type] = {int}
+_FLOAT: set[type] = {float}
+
+
+def _request_as_written(d: Mapping[str, Any]) -> RequestResult | None:
+    """A request as ``to_json`` writes it — every field there with its own JSON type —
+    read without the per-field checks (a year of runs holds millions of requests); None
+    for anything else (a missing field, an int for a float, a ``"nan"``), which
+    :meth:`RequestResult.from_fields` then reads field by field, naming what is wrong."""
+    g: Callable[[str], Any] = d.get  # what json.loads gave; checked below
+    index, ok, offsets = g("index"), g("ok"), g("chunk_offsets_s")
+    start, queue, ttft, latency = g("start_s"), g("queue_s"), g("ttft_s"), g("latency_s")
+    usage, error, detail = g("usage_seen"), g("error"), g("error_detail")
+    ints = [g(k) for k in _INT_FIELDS]
+    # the types of the fields, compared at once (map and set run in C)
+    if not ({*map(type, ints), type(index)} == _INT
+            and {type(start), type(queue), type(ttft), type(latency)} == _FLOAT
+            and type(ok) is bool and type(usage) is bool
+            and (error is None or type(error) is str)
+            and (detail is None or type(detail) is str)
+            and type(offsets) is list and {*map(type, offsets)} <= _FLOAT):
+        return None
+    prompt, output, cached, reasoning = ints
+    return RequestResult(index, ok, start, queue, ttft, latency, tuple(offsets), prompt,
+                         output, cached, reasoning, usage, error, detail)
+
+
+def _requests_of(level: Fields) -> tuple[RequestResult, ...]:
+    """A level's requests: each as written read at once, else field by field (so a bad
+    one is named with its path, ``levels[0].requests[3].ttft_s``)."""
+    items = level.items("requests", _MISSING)
+    fast = [_request_as_written(r) if type(r) is dict else None for r in items]
+    if None not in fast:
+        return tuple(r for r in fast if r is not None)
+    return tuple(RequestResult.from_fields(r) for r in level.objs("requests", _MISSING))
 
 
 @dataclass(frozen=True)
@@ -394,7 +435,7 @@ class LevelResult:
         return cls(
             concurrency=f.integer("concurrency"),
             metrics=LevelMetrics.from_fields(f.obj("metrics")),
-            requests=tuple(RequestResult.from_fields(r) for r in f.objs("requests", _MISSING)),
+            requests=_requests_of(f),
             errors=MappingProxyType(f.counts("errors")),
             partial=f.flag("partial", False),
             partial_reason=f.opt_text("partial_reason"),

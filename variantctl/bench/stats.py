@@ -216,6 +216,42 @@ def _picks(seed: int, resamples: int, sizes: tuple[int, ...]
 
 #: the widest spread of binary exponents :func:`exact_sums` adds in two int64 limbs
 _MAX_SPREAD = 31
+#: integers whose sums are exact in float64
+_EXACT_INT = 1 << 53
+#: the last few (picks, counts): a trend or a report draws from the same picks again
+_COUNTS: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
+
+
+def pick_counts(picks: NDArray[np.int64]) -> NDArray[np.float64]:
+    """How many times each row of ``picks`` draws each index (resamples × n, as floats:
+    ``counts @ column`` is ``column[picks].sum(axis=1)``, exact for integers small
+    enough). Kept for the read-only picks of :func:`resample_picks`, made once each."""
+    import numpy as np
+
+    for kept, counts in _COUNTS:
+        if kept is picks:
+            return counts
+    rows, n = picks.shape
+    flat = (picks + (np.arange(rows, dtype=np.int64) * n)[:, None]).ravel()
+    made = np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+    if not picks.flags.writeable:  # an array that cannot change under its id
+        _COUNTS.insert(0, (picks, made))
+        del _COUNTS[8:]
+    return made
+
+
+def int_sums(values: NDArray[np.int64], picks: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``values[picks].sum(axis=1)``: through :func:`pick_counts` when every partial sum
+    is an integer float64 holds exactly."""
+    import numpy as np
+
+    n = picks.shape[1]
+    if values.size and int(np.abs(values).max()) * max(n, 1) < _EXACT_INT:
+        sums: NDArray[np.int64] = (pick_counts(picks) @ values.astype(np.float64)
+                                   ).astype(np.int64)
+        return sums
+    out: NDArray[np.int64] = values[picks].sum(axis=1)
+    return out
 
 
 def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -242,8 +278,16 @@ def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray
     # whole·2**shift = hi·2**32 + lo, 0 <= lo < 2**32 (shift < 32 by the spread check)
     lo = ((whole << sh) & low_mask).astype(np.int64) * sign
     hi = (whole >> (np.uint64(32) - sh)).astype(np.int64) * sign
-    s_lo = lo[picks].sum(axis=1)
-    s_hi = hi[picks].sum(axis=1)
+    if n < _EXACT_INT >> 32:
+        # each limb times n is under 2**53 (the spread check; lo < 2**32): the sums are
+        # exact integers in float64 whatever the order of the additions, so a matrix
+        # product of the counts gives them (one BLAS call, not two gathers)
+        limb_sums = pick_counts(picks) @ np.stack([lo, hi], axis=1).astype(np.float64)
+        s_lo = limb_sums[:, 0].astype(np.int64)
+        s_hi = limb_sums[:, 1].astype(np.int64)
+    else:
+        s_lo = lo[picks].sum(axis=1)
+        s_hi = hi[picks].sum(axis=1)
     carry = s_lo >> 32
     s_lo -= carry << 32
     s_hi += carry
@@ -365,8 +409,7 @@ def bootstrap_difference(a: Sequence[T], b: Sequence[T],
         xs = stat_a.many(a, pa)  # type: ignore[attr-defined]
         ys = stat_b.many(b, pb)  # type: ignore[attr-defined]
         both = ~(np.isnan(xs) | np.isnan(ys))  # neither None (NaN)
-        draws = [_relative(x, y) for x, y in zip(xs[both].tolist(), ys[both].tolist(),
-                                                 strict=True)]
+        draws = _relative_many(xs[both], ys[both]).tolist()
     else:
         rng = random.Random(seed)
         for _ in range(resamples):
@@ -376,6 +419,18 @@ def bootstrap_difference(a: Sequence[T], b: Sequence[T],
                 draws.append(_relative(x, y))
     iv = _percentile_interval(_relative(ea, eb), draws, confidence)
     return Difference(iv.estimate, iv.lo, iv.hi, None, "bootstrap")
+
+
+def _relative_many(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_relative` of each pair at once (the same float operations in the same
+    order, so the same values)."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = 100.0 * (b - a) / np.abs(a)
+    zero: NDArray[np.float64] = np.where(b == 0.0, 0.0, np.copysign(np.inf, b))
+    out: NDArray[np.float64] = np.where(a == 0.0, zero, rel)
+    return out
 
 
 def _relative(a: float, b: float) -> float:

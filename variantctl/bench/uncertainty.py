@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from variantctl.bench import stats
 from variantctl.bench.metrics import BURST_FIGURES, NOT_MEASURABLE, burst_point, percentile
@@ -45,9 +45,9 @@ METHOD_REQUESTS = "requests"
 METHOD_NONE = "none"  # fewer than 3 repeats and no per-request results: no interval
 
 
-@dataclass(frozen=True)
-class _Sample:
-    """What the request-level statistics need of one successful request."""
+class _Sample(NamedTuple):
+    """What the request-level statistics need of one successful request (a tuple: a
+    trend or a report makes hundreds of thousands)."""
 
     ttft_ms: float
     tpot_ms: float | None
@@ -220,25 +220,25 @@ class _Throughput:
         import numpy as np
 
         e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)
-        tokens = np.array([s.tokens for s in sample], dtype=np.int64)[picks].sum(axis=1)
+        tokens = stats.int_sums(np.array([s.tokens for s in sample], dtype=np.int64), picks)
         sums = stats.exact_sums(e2el, picks)
         ok = sums > 0
         out = self.in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
         return np.where(ok, out, math.nan)
 
 
-def _throughput_stat(levels: Sequence[LevelResult]) -> Callable[[Sequence[_Sample]],
-                                                                 float | None]:
-    samples = [s for lv in levels for s in _samples(lv.requests)]
+def _throughput_stat(levels: Sequence[LevelResult], samples: Sequence[_Sample]
+                     ) -> Callable[[Sequence[_Sample]], float | None]:
+    """``samples``: those of ``levels``' requests (the caller has them already)."""
     duration = math.fsum(lv.metrics.duration_s for lv in levels)
     in_flight = math.fsum(s.e2el_s for s in samples) / duration if duration > 0 else 0.0
     return _Throughput(in_flight)
 
 
-def _request_stat(metric: str, levels: Sequence[LevelResult]
+def _request_stat(metric: str, levels: Sequence[LevelResult], samples: Sequence[_Sample]
                   ) -> Callable[[Sequence[_Sample]], float | None]:
     stat = HEADLINES[metric].of_requests
-    return stat if stat is not None else _throughput_stat(levels)
+    return stat if stat is not None else _throughput_stat(levels, samples)
 
 
 def point_intervals(levels: Sequence[LevelResult], metrics: Sequence[str] | None = None,
@@ -260,7 +260,7 @@ def point_intervals(levels: Sequence[LevelResult], metrics: Sequence[str] | None
                 out[name] = FigureCI(name, stats.t_interval(values), METHOD_REPEATS,
                                      len(values), len(samples))
     elif samples:
-        funcs = {name: _request_stat(name, levels) for name in names}
+        funcs = {name: _request_stat(name, levels, samples) for name in names}
         for name, iv in stats.bootstrap_intervals(samples, funcs, seed=seed).items():
             out[name] = FigureCI(name, iv, METHOD_REQUESTS, len(levels), len(samples))
     for name in names:  # no interval can be made: the figure alone (method "none")
@@ -337,13 +337,22 @@ def _unsure(name: str, levels: Sequence[LevelResult]) -> FigureCI | None:
 
 def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
                    b_levels: Sequence[LevelResult], metrics: Sequence[str] | None = None,
-                   *, seed: int = stats.SEED) -> list[MetricTest]:
+                   *, seed: int = stats.SEED,
+                   intervals: tuple[Mapping[str, FigureCI], Mapping[str, FigureCI]] | None
+                   = None) -> list[MetricTest]:
     """Each headline figure of B against A: Welch over repeats when both sides have ≥ 3,
-    else the bootstrap of the relative difference over requests."""
+    else the bootstrap of the relative difference over requests.
+
+    ``intervals``: A's and B's :func:`point_intervals` of ``metrics`` with this seed, when
+    the caller has them already (a trend has each run's from the run before): the same
+    values, not made again."""
     names = list(metrics) if metrics is not None else list(HEADLINES)
     a_lv, b_lv = _usable(a_levels), _usable(b_levels)
-    ci_a = point_intervals(a_lv, names, seed=seed)
-    ci_b = point_intervals(b_lv, names, seed=seed)
+    if intervals is not None:
+        ci_a, ci_b = intervals
+    else:
+        ci_a = point_intervals(a_lv, names, seed=seed)
+        ci_b = point_intervals(b_lv, names, seed=seed)
     sa = [s for lv in a_lv for s in _samples(lv.requests)]
     sb = [s for lv in b_lv for s in _samples(lv.requests)]
     out = []
@@ -357,7 +366,7 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
             diff = stats.welch([v for v in (get(lv) for lv in a_lv) if v is not None],
                                [v for v in (get(lv) for lv in b_lv) if v is not None])
         elif METHOD_NONE not in (fa.method, fb.method) and sa and sb:
-            stat_a, stat_b = _request_stat(name, a_lv), _request_stat(name, b_lv)
+            stat_a, stat_b = _request_stat(name, a_lv, sa), _request_stat(name, b_lv, sb)
             diff = stats.bootstrap_difference(sa, sb, stat_a, stat_b, seed=seed)
             # a side with repeats, compared by requests: its interval from its requests too
             if fa.method == METHOD_REPEATS:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from variantctl.env import Environment
 from variantctl.jsontypes import Json
-from variantctl.render.output import Block, json_text
+from variantctl.render.output import Block, json_list_chunks, json_text
 
 
 def emit(env: Environment, blocks: Iterable[Block]) -> None:
@@ -14,6 +14,14 @@ def emit(env: Environment, blocks: Iterable[Block]) -> None:
     for b in blocks:
         console = env.stderr if b.err else env.stdout
         console.print(b.body, markup=b.markup, highlight=b.highlight, soft_wrap=b.soft_wrap)
+
+
+def print_json_list(env: Environment, key: str, items: Iterable[Json]) -> None:
+    """``print_json(env, {key: list(items)})``, written item by item."""
+    for chunk in json_list_chunks(key, items):
+        env.stdout.file.write(chunk)
+    env.stdout.file.write("\n")
+    env.stdout.file.flush()
 
 
 def print_json(env: Environment, data: Json) -> None:

@@ -36,11 +36,9 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
     from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
-    from variantctl.report.summary import summary_lines
     from variantctl.usecases.runs import make_report
 
-    data, written = make_report(Project(env), sources, fmt, out, title)
-    summary = summary_lines(data)
+    _, written, summary = make_report(Project(env), sources, fmt, out, title)
     if as_json:
         print_json(env, {"report": str(written[0]), "files": [str(p) for p in written],
                          "summary": list(summary)})

@@ -27,7 +27,7 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     if ctx.invoked_subcommand is not None:
         return
     from variantctl.cli.common import current_env
-    from variantctl.cli.output import emit, print_json
+    from variantctl.cli.output import emit, print_json_list
     from variantctl.render.output import Block, text
     from variantctl.render.runs import runs_table
     from variantctl.usecases.runs import list_runs
@@ -35,7 +35,7 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     env = current_env(ctx)
     root, rows = list_runs(env, variant=variant, verdict=verdict)
     if as_json:
-        print_json(env, {"runs": rows})
+        print_json_list(env, "runs", rows)  # row by row: no one string of every run
         return
     if not rows:
         emit(env, [text(f"no runs in {root}", err=True)])

@@ -9,6 +9,7 @@ terminal is decided here, once, not by the order of print calls in each command.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -80,3 +81,27 @@ def json_text(data: Json) -> str:
     every control character escaped (C0 by ``json``, DEL and C1 here)."""
     return json.dumps(data, indent=2, sort_keys=False, default=str,
                       ensure_ascii=False).translate(_JSON_C1)
+
+
+def json_list_chunks(key: str, items: Iterable[Json], batch: int = 256) -> Iterator[str]:
+    """:func:`json_text` of ``{key: [items...]}``, ``batch`` items at a time (the same
+    text), so a listing of ten thousand runs is never one string in memory."""
+    head = json_text({key: []})[:-len("[]\n}")]  # '{\n  "key": '
+    first = True
+    for part in _batches(items, batch):
+        inner = json_text(part)[2:-2]  # '[\n  A,\n  B\n]' less its brackets
+        # strings hold no raw newline: each line one level deeper
+        yield (f"{head}[\n" if first else ",\n") + "  " + inner.replace("\n", "\n  ")
+        first = False
+    yield f"{head}[]\n}}" if first else "\n  ]\n}"
+
+
+def _batches(items: Iterable[Json], size: int) -> Iterator[list[Json]]:
+    part: list[Json] = []
+    for item in items:
+        part.append(item)
+        if len(part) == size:
+            yield part
+            part = []
+    if part:
+        yield part

@@ -47,6 +47,8 @@ class ReportDoc:
     title: str
     subtitle: str
     sections: tuple[Section, ...]
+    #: the winners (report.summary.winner_lines), as the command prints them too
+    summary: tuple[str, ...] = ()
 
     @property
     def plots(self) -> tuple[PlotData | StackedBars, ...]:
@@ -202,8 +204,9 @@ def build(report: ReportInput) -> ReportDoc:
     unused = tuple(f"Benchmark of {r.run_id} not used: {u}" for r in report.runs
                    for u in r.unreadable) + tuple(r.note for r in report.runs if r.note)
     sections = []
+    winners = winner_lines(series)  # made once: the summary section and the command's
     if series:
-        sections.append(summary_section(series))
+        sections.append(summary_section(series, winners))
     sections.append(Section("Runs", (summary, *unused),
                             (runs_table(report.runs, {s.run.run_id: s.label for s in series}),)))
     if series:
@@ -254,7 +257,8 @@ def build(report: ReportInput) -> ReportDoc:
         r.run_id for r in report.runs[:6]) + (" …" if len(report.runs) > 6 else "")
     if report.created_at:
         subtitle += f" · {report.created_at}"
-    return ReportDoc(report.title, subtitle, tuple(_one_heading(s) for s in sections))
+    return ReportDoc(report.title, subtitle, tuple(_one_heading(s) for s in sections),
+                     winners)
 
 
 def _one_heading(section: Section) -> Section:
@@ -303,10 +307,11 @@ def trend_section(report: ReportInput) -> Section | None:
                   "output tok/s", tuple(lines)),))
 
 
-def summary_section(series: Sequence[Series]) -> Section:
-    """The answer first: which won (report.summary), then the best points with their ties,
-    knees and TP scaling (report.findings)."""
-    paras = list(winner_lines(series))
+def summary_section(series: Sequence[Series], winners: Sequence[str]) -> Section:
+    """The answer first: which won (``winners``: report.summary.winner_lines of
+    ``series``), then the best points with their ties, knees and TP scaling
+    (report.findings)."""
+    paras = list(winners)
     tables = []
     for metric, higher, digits in (("output_throughput", True, 2), ("ttft_p90", False, 1)):
         h = HEADLINES[metric]

@@ -62,7 +62,9 @@ def best_points(series: Sequence[Series], metric: str, higher_is_better: bool
         for s, p, f in cands:
             if s is bs:
                 continue
-            (test,) = compare_points(c, bp.levels, p.levels, [metric]) or (None,)
+            # the points' intervals are made already (Point.intervals): not again
+            (test,) = compare_points(c, bp.levels, p.levels, [metric],
+                                     intervals=(bp.intervals, p.intervals)) or (None,)
             if test is None or test.difference is None:
                 undecided.append((s, f))
             elif not test.significant:

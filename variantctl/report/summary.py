@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from variantctl.bench.uncertainty import METHOD_NONE, METHOD_REQUESTS, FigureCI, compare_points
-from variantctl.report.model import ReportInput
-from variantctl.report.series import METRICS, Point, Series, series_of
+from variantctl.report.series import METRICS, Point, Series
 
 
 def _best_agg(s: Series) -> tuple[float, int] | None:
@@ -65,12 +64,6 @@ def capacity_lines(series: Sequence[Series]) -> tuple[str, ...]:
             line += _versus(sr.best_level, nxt.best_level, ranked[1].label, "more")
         lines.append(line + ".")
     return tuple(lines)
-
-
-def summary_lines(report: ReportInput) -> tuple[str, ...]:
-    """One line per question; nothing when no run has a benchmark."""
-    series = series_of([r for r in report.runs if r.results], report.secrets)
-    return winner_lines(series)
 
 
 def winner_lines(series: Sequence[Series]) -> tuple[str, ...]:
@@ -151,7 +144,8 @@ def _margin(top: Series, rival: Series, concurrency: int, metric: str, word: str
     *within the noise*, or *untested* when a side has no interval."""
     tp, rp = _point(top, concurrency), _point(rival, concurrency)
     assert tp is not None and rp is not None
-    tests = compare_points(concurrency, tp.levels, rp.levels, [metric])
+    tests = compare_points(concurrency, tp.levels, rp.levels, [metric],
+                           intervals=(tp.intervals, rp.intervals))
     if not tests:
         return ""
     (test,) = tests

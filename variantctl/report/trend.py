@@ -92,24 +92,29 @@ def trend(runs: Sequence[RunInput], metric: str = "output_throughput",
     out: list[TrendPoint] = []
     levels = list(dict.fromkeys(p.concurrency for _, rs in used for res in rs
                                 for p in points_of(res.levels)))
+    # each run's points, grouped once (not once per concurrency)
+    points = [(r, {p.concurrency: p for p in points_of(
+        [lv for res in results for lv in res.levels])}) for r, results in used]
     for c in levels:
-        prev: tuple[RunInput, Point] | None = None
-        for r, results in used:
-            point = {p.concurrency: p for p in points_of(
-                [lv for res in results for lv in res.levels])}.get(c)
+        prev: tuple[RunInput, Point, dict[str, FigureCI]] | None = None
+        for r, by_c in points:
+            point = by_c.get(c)
             if point is None:
                 continue
+            # the one figure followed (every headline's interval is 11 bootstraps), made
+            # once: the test against the run before takes it and that run's
+            cis = point_intervals(point.levels, [metric])
             test = None
             changed: tuple[SettingChange, ...] = ()
             if prev is not None:
-                tests = compare_points(c, prev[1].levels, point.levels, [metric])
+                tests = compare_points(c, prev[1].levels, point.levels, [metric],
+                                       intervals=(prev[2], cis))
                 test = tests[0] if tests else None
                 if test is not None and test.significant:
                     changed = tuple(ch for ch in setting_changes(prev[0], r)
                                     if ch.key not in NOT_PERFORMANCE)
-            # the one figure followed (every headline's interval is 11 bootstraps)
-            fig = point_intervals(point.levels, [metric]).get(metric)
+            fig = cis.get(metric)
             if fig is not None:
                 out.append(TrendPoint(c, r, fig, test, changed))
-                prev = (r, point)
+                prev = (r, point, cis)
     return Trend(metric, tuple(r for r, _ in used), tuple(out), tuple(skipped))

@@ -6,19 +6,26 @@ because it reads the run store and the project's hosts and writes files.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from variantctl.env import Environment
 from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.hostmodel import Host
 from variantctl.logs.model import Catalog
 from variantctl.report.model import PlannedSkip, ReportInput, RunInput
+from variantctl.report.plots import PlotData
 from variantctl.runs.record import safe_name, stamp_of
 from variantctl.runs.store import RunStore, write_local_atomic
 from variantctl.secretmask import DEFAULT, SecretRule
+
+if TYPE_CHECKING:
+    from variantctl.report.build import ReportDoc
+    from variantctl.report.profile import StackedBars
 
 #: every plot a report may draw (build.py), for clearing an earlier report's leftovers
 _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
@@ -116,17 +123,51 @@ def _title(sweeps: Sequence[str], runs: Sequence[RunInput]) -> str:
 
 
 def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None,
-                 name: str) -> list[Path]:
-    """Write the report into ``out``; the report file first, then the plots written."""
+                 name: str) -> tuple[ReportDoc, list[Path]]:
+    """Write the report into ``out``: the report as built, and the files written (the
+    report file first, then the plots)."""
     from variantctl.report.build import build
 
     doc = build(data)
-    try:
-        from variantctl.report.plots import PlotData, render_png
-        from variantctl.report.profile import render_stacked_png
+    return doc, _write(env, doc, fmt, out, name)
 
-        images = {p.name: render_png(p) if isinstance(p, PlotData) else render_stacked_png(p)
-                  for p in doc.plots if p.lines}
+
+#: points drawn over all the plots from which drawing them in worker processes pays for
+#: starting them (a report of a few runs draws in a fraction of a second here)
+PARALLEL_POINTS = 500
+
+
+def _draw(plots: Sequence[PlotData | StackedBars]) -> dict[str, bytes]:
+    """Each plot's PNG by name, in the order given. A large report (200 runs: seconds of
+    matplotlib per plot) draws its plots in forked worker processes, one per CPU this
+    process may use; the same figures, the same bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)  # imported once here, inherited by the workers
+    points = sum(len(ln.xs) for p in plots if isinstance(p, PlotData) for ln in p.lines)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    workers = min(cpus, len(plots))
+    if points < PARALLEL_POINTS or workers < 2 or "fork" not in \
+            multiprocessing.get_all_start_methods():
+        return {p.name: _png(p) for p in plots}
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return dict(zip((p.name for p in plots), pool.map(_png, plots), strict=True))
+
+
+def _png(plot: PlotData | StackedBars) -> bytes:
+    from variantctl.report.plots import render_png
+    from variantctl.report.profile import render_stacked_png
+
+    return render_png(plot) if isinstance(plot, PlotData) else render_stacked_png(plot)
+
+
+def _write(env: Environment, doc: ReportDoc, fmt: str, out: Path | None,
+           name: str) -> list[Path]:
+    try:
+        images = _draw([p for p in doc.plots if p.lines])
     except ImportError as exc:  # matplotlib is a dependency; a broken install says so
         raise VariantctlError(f"cannot draw the plots: {exc}",
                               hint="pip install matplotlib (variantctl's dependency)") from None

@@ -121,14 +121,16 @@ def run_profile(env: Environment, run_id: str) -> RunProfile:
 
 
 def make_report(project: Project, sources: Sequence[str], fmt: str, out: Path | None,
-                title: str | None) -> tuple[ReportInput, list[Path]]:
-    """The report of sweeps and runs ``sources``, written: its input and the files
-    written (the report first, then its plots)."""
+                title: str | None) -> tuple[ReportInput, list[Path], tuple[str, ...]]:
+    """The report of sweeps and runs ``sources``, written: its input, the files written
+    (the report first, then its plots) and its summary lines (who won: the report's
+    own, not made twice)."""
     from variantctl.report.write import gather, write_report
 
     data, name = gather(project.env, sources, title, signatures=project.signatures,
                         hosts=project.hosts, secrets=project.secrets)
-    return data, write_report(project.env, data, fmt, out, name)
+    doc, written = write_report(project.env, data, fmt, out, name)
+    return data, written, doc.summary
 
 
 def export_runs(project: Project, run_ids: Sequence[str], sweep: str | None, *, fmt: str,
