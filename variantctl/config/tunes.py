@@ -29,7 +29,7 @@ from variantctl.config.schema import (
 )
 from variantctl.config.sweeps import _BENCH, BenchData, _bench, _key
 from variantctl.config.variants import NAME_PATTERN
-from variantctl.config.yamlload import Document, KeyPath, load_named, yaml_names
+from variantctl.config.yamlload import Document, KeyPath, load_named
 from variantctl.errors import ConfigError
 from variantctl.spelling import did_you_mean
 from variantctl.sweeps.grid import MAX_POINTS
@@ -131,10 +131,6 @@ _CHOICE = OneOf(Int(), Float(), Str(allow_empty=True))
 
 def tunes_dir(project: Path) -> Path:
     return project / "tunes"
-
-
-def tune_names(directory: Path) -> list[str]:
-    return yaml_names(directory)
 
 
 def load_tune(directory: Path, name: str, *, display_base: Path | None = None) -> TuneSpec:
