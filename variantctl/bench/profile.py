@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from variantctl.bench.profiledata import Event, breakdown, chrome_trace, parse_lines
 from variantctl.errors import TargetError, VariantctlError
@@ -38,9 +38,6 @@ from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.profilevar import PROFILE_ENV
 from variantctl.runs.record import ServerRecord
 from variantctl.targets.base import Target
-
-if TYPE_CHECKING:
-    pass
 
 ENV = PROFILE_ENV
 #: the recorder flushes every 0.5 s (FLUSH_INTERVAL_S in runtime/profile_recorder.py)

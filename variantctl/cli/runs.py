@@ -4,16 +4,12 @@ and ``runs import``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.cli.completion import run_ids
 from variantctl.env import Environment
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.group("runs", invoke_without_command=True)

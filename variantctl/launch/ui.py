@@ -9,7 +9,6 @@ progress display the CLI hands to launch is ``cli/launchui.ConsoleUI``, and
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from variantctl.jsontypes import JsonObject
 from variantctl.launch.core import LaunchResult
@@ -17,9 +16,6 @@ from variantctl.launch.servers import stop_dict
 from variantctl.launch.watch import EXITED, FAILED, HANG, READY, TIMEOUT, Progress
 from variantctl.logs.bounded import visible
 from variantctl.runs.run import as_object, thaw
-
-if TYPE_CHECKING:
-    pass
 
 #: colour escapes (real, or vLLM's literal ``^[[0;36m`` form) are not shown in the status line
 _ANSI = re.compile(r"(\x1b|\^\[)\[[0-9;]*[A-Za-z]")
