@@ -29,10 +29,11 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     from variantctl.usecases.runs import list_runs
 
     env = current_env(ctx)
-    root, rows = list_runs(env, variant=variant, verdict=verdict)
+    root, listed = list_runs(env, variant=variant, verdict=verdict)
     if as_json:
-        print_json_list(env, "runs", rows)  # row by row: no one string of every run
+        print_json_list(env, "runs", listed)  # row by row: no one string of every run
         return
+    rows = list(listed)  # a table is laid out whole
     if not rows:
         emit(env, [text(f"no runs in {root}", err=True)])
         return

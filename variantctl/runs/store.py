@@ -31,12 +31,12 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from variantctl.errors import NotFoundError, VariantctlError
 from variantctl.jsonfields import Fields, StoredFileError
@@ -47,6 +47,7 @@ from variantctl.targets.local import LocalTarget
 
 if TYPE_CHECKING:
     from variantctl.runs.handle import RunHandle
+    from variantctl.runs.index import Entry, Stamp
     from variantctl.runs.profilefile import StoredProfile
     from variantctl.runs.sweepstate import SweepDoc
 
@@ -154,58 +155,90 @@ class RunStore:
 
         return sorted(out, key=order)
 
-    def summaries(self) -> list[tuple[RunDir, JsonObject]]:
-        """The listing's row of every run (``runs``), in :meth:`records`' order: from the
-        store's index (:mod:`variantctl.runs.index`) where the run.json is the one the
-        row was made from, else read and validated (a damaged one: its error, never
-        indexed); the index is rewritten when a row changed."""
+    def summaries(self) -> Iterator[tuple[RunDir, JsonObject]]:
+        """The listing's row of every run (``runs``), in :meth:`records`' order, one at a
+        time, with its directory (:meth:`listed`)."""
+        return ((self._run_dir(name), row) for name, row in self.listed())
+
+    def listed(self) -> Iterator[tuple[str, JsonObject]]:
+        """Each run's directory name and listing row (``runs --json``), in :meth:`records`'
+        order, one at a time: from the store's index (:mod:`variantctl.runs.index`) where
+        the run.json is the one the row was made from, else read and validated (a damaged
+        one: its error, never indexed); the index is rewritten when a row changed."""
         from variantctl.runs import index
 
-        dirs = self.dirs()
-        try:
-            old = index.parse(read_bounded(self.root, index.INDEX_NAME, index.MAX_INDEX))
-        except (FileNotFoundError, StoredFileError):
-            old = {}
-        entries: dict[str, index.Entry] = {}
-        rows: list[tuple[RunDir, JsonObject]] = []
-        for d in dirs:
-            name = d.path.name
-            try:
-                st = os.stat(d.path / "run.json", follow_symlinks=False)
-                stamp = index.stamp_of(st) if stat.S_ISREG(st.st_mode) else None
-            except OSError:
-                stamp = None
-            kept = old.get(name)
-            if stamp is not None and kept is not None and kept.stamp == stamp:
-                entries[name] = kept
-                row = kept.row
+        # str(root / name) for each name, without a Path per run (a tenth of the time of
+        # listing ten thousand): a name is one component, so the text only appends it
+        prefix = str(self.root / "_")[:-1]
+        for entry in index.listing(self):
+            row = entry.row
+            if entry.damaged:
+                yield entry.name, row
             else:
-                try:
-                    row = index.summary_row(self.read(d.path))
-                except RunFileError as exc:
-                    rows.append((d, {"run_id": d.run_id, "dir": str(d.path),
-                                     "variant": d.variant, "error": exc.to_json()}))
-                    continue
-                if stamp is not None:
-                    entries[name] = index.Entry(name, stamp, row)
-            rows.append((d, {"run_id": row.get("run_id"), "key": row.get("key"),
-                             "dir": str(d.path), **row}))
-        if entries.keys() != old.keys() or any(entries[n] is not old[n] for n in entries):
-            self._write_index(index.render(entries))
+                yield entry.name, {"run_id": row.get("run_id"), "key": row.get("key"),
+                                   "dir": prefix + entry.name, **row}
 
-        def order(item: tuple[RunDir, JsonObject]) -> tuple[bool, str, int]:
-            d, row = item
-            return ("error" in row, str(row.get("created_at") or ""), d.seq)
+    # the listing index's reads and writes (runs/index.py holds what they mean)
 
-        return sorted(rows, key=order)
+    def run_names(self) -> dict[str, int]:
+        """The name of every run directory, each mapped to 0 (for the listing to fill in);
+        no :class:`RunDir` is made (the listing holds one entry per run)."""
+        try:
+            scan = os.scandir(self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        with scan:
+            # as dirs() takes them: the name, and the entry's own type (no link followed)
+            return {e.name: 0 for e in scan
+                    if _DIR.fullmatch(e.name) and e.is_dir(follow_symlinks=False)}
 
-    def _write_index(self, data: bytes) -> None:
+    def _run_dir(self, name: str) -> RunDir:
+        m = _DIR.fullmatch(name)
+        assert m is not None, name  # a name run_names() gave
+        return RunDir(self.root / name, m.group("id"), m.group("key"), int(m.group("seq")),
+                      m.group("variant"))
+
+    def run_json_stamp(self, name: str) -> Stamp | None:
+        """The identity of run ``name``'s run.json (None: not a regular file)."""
+        try:
+            st = os.stat(f"{self.root}/{name}/run.json", follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+        return ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                if stat.S_ISREG(st.st_mode) else None)
+
+    def listing_entry(self, name: str) -> Entry:
+        """Run ``name``'s listing row made from its run.json (stat first: a run.json
+        replaced while read is read again by the next listing)."""
+        from variantctl.runs.index import Entry, summary_row
+
+        d = self._run_dir(name)
+        stamp = self.run_json_stamp(name)
+        try:
+            row = summary_row(self.read(d.path))
+        except RunFileError as exc:
+            return Entry(name, None, {"run_id": d.run_id, "dir": str(d.path),
+                                      "variant": d.variant, "error": exc.to_json()},
+                         damaged=True)
+        return Entry(name, stamp, row)
+
+    def open_index(self) -> IO[bytes] | None:
+        """The index file, open (None: none, or not a regular file of at most MAX_INDEX
+        bytes; it is rebuilt)."""
+        from variantctl.runs.index import INDEX_NAME, MAX_INDEX
+
+        try:
+            return os.fdopen(open_bounded(self.root, INDEX_NAME, MAX_INDEX), "rb")
+        except (FileNotFoundError, StoredFileError):
+            return None
+
+    def write_index(self, lines: Iterable[bytes]) -> None:
         """Replace the index, unless another listing is writing it (it is a cache)."""
         from variantctl.runs.index import INDEX_NAME, LOCK_NAME
 
         try:
             with self.files.lock(str(self.root / LOCK_NAME), timeout=0.0):
-                self.files.write_atomic(str(self.root / INDEX_NAME), data)
+                self.files.write_atomic_from(str(self.root / INDEX_NAME), lines)
         except VariantctlError:
             pass  # busy, read-only or full: the listing is complete without it
 
@@ -396,7 +429,8 @@ def read_json(directory: Path, name: str, cap: int, *, missing: str | None = Non
 
 
 def read_bounded(directory: Path, name: str, cap: int, *, follow: bool = False) -> bytes:
-    """The bytes of the regular file ``name`` in ``directory``, at most ``cap`` of them.
+    """The bytes of the regular file ``name`` in ``directory``, at most ``cap`` of them
+    (opened by :func:`open_bounded`).
 
     ``name`` must be one plain file name (a record's name for a file never leaves its
     directory). Without ``follow`` the file is opened relative to the directory and not
@@ -405,6 +439,30 @@ def read_bounded(directory: Path, name: str, cap: int, *, follow: bool = False) 
     than ``cap`` is refused without being read whole. :class:`FileNotFoundError` when
     it is not there; :class:`StoredFileError` for the rest.
     """
+    path = directory / name
+    fd = open_bounded(directory, name, cap, follow=follow)
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise StoredFileError(f"{path}: more than {cap} bytes, larger than such a "
+                                      "file can be; not read")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def open_bounded(directory: Path, name: str, cap: int, *, follow: bool = False) -> int:
+    """The regular file ``name`` in ``directory`` opened for reading (a descriptor the
+    caller closes), checked as :func:`read_bounded` says; for a file read as a stream."""
     path = directory / name
     if "/" in name or "\0" in name or name in ("", ".", ".."):
         raise StoredFileError(f"{path}: {name!r} is not a file name in {directory}")
@@ -431,22 +489,13 @@ def read_bounded(directory: Path, name: str, cap: int, *, follow: bool = False) 
         os.close(dir_fd)
     try:
         _check_regular(path, os.fstat(fd), cap)  # what was opened, not what was looked at
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > cap:
-                raise StoredFileError(f"{path}: more than {cap} bytes, larger than such a "
-                                      "file can be; not read")
-        return b"".join(chunks)
     except OSError as exc:
-        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    finally:
         os.close(fd)
+        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _check_regular(path: Path, st: os.stat_result, cap: int) -> None:

@@ -9,7 +9,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 
 from variantctl.errors import TargetError
@@ -32,7 +32,7 @@ class LocalTarget:
         except OSError as exc:
             raise error_from_oserror(exc, host=self.name, path=path) from None
 
-    def _write_temp(self, path: str, data: bytes) -> str:
+    def _write_temp(self, path: str, chunks: Iterable[bytes]) -> str:
         directory = os.path.dirname(path) or "."
         base = os.path.basename(path)
         try:
@@ -41,15 +41,24 @@ class LocalTarget:
             raise error_from_oserror(exc, host=self.name, path=path) from None
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                for chunk in chunks:
+                    fh.write(chunk)
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
             _unlink_quietly(tmp)
             raise error_from_oserror(exc, host=self.name, path=path) from None
+        except BaseException:
+            _unlink_quietly(tmp)  # what made the chunks failed: no half file left behind
+            raise
         return tmp
 
     def write_atomic(self, path: str, data: bytes) -> None:
+        self.write_atomic_from(path, (data,))
+
+    def write_atomic_from(self, path: str, chunks: Iterable[bytes]) -> None:
+        """:meth:`write_atomic` of the bytes ``chunks`` make, written as they come (a
+        file too large to hold whole: a run store's listing index)."""
         try:
             st: os.stat_result | None = os.lstat(path)
         except FileNotFoundError:
@@ -59,7 +68,7 @@ class LocalTarget:
         if st is not None and not stat.S_ISREG(st.st_mode):
             # os.replace would swap a link (or a fifo, a device) for a regular file
             raise _not_regular(self.name, path, st)
-        tmp = self._write_temp(path, data)
+        tmp = self._write_temp(path, chunks)
         try:
             if st is not None:
                 os.chmod(tmp, st.st_mode & 0o7777)
@@ -82,7 +91,7 @@ class LocalTarget:
     def write_new(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         if os.path.lexists(path):
             raise TargetError("already exists", kind="exists", host=self.name, path=path)
-        tmp = self._write_temp(path, data)
+        tmp = self._write_temp(path, (data,))
         try:
             if mode is not None:
                 os.chmod(tmp, mode)

@@ -3,7 +3,7 @@ what the run store holds, read and checked (the store alone reads the files)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,18 +29,17 @@ if TYPE_CHECKING:
 
 
 def list_runs(env: Environment, *, variant: str | None, verdict: str | None
-              ) -> tuple[Path, list[dict[str, Any]]]:
+              ) -> tuple[Path, Iterator[dict[str, Any]]]:
     """The store's root and one summary row per run (``runs --json``'s objects), those
-    of ``variant`` and ``verdict`` when given."""
+    of ``variant`` and ``verdict`` when given: made one at a time as they are taken
+    (ten thousand runs are never held at once)."""
     from variantctl.runs.store import RunStore
 
     store = RunStore(env.runs_dir)
-    rows = [row for _, row in store.summaries()]  # from the store's listing index
-    if variant is not None:
-        rows = [r for r in rows if r["variant"] == variant]
-    if verdict is not None:
-        rows = [r for r in rows if r.get("verdict") == verdict]
-    return store.root, rows
+    rows = (row for _, row in store.listed())  # from the store's listing index
+    return store.root, (r for r in rows
+                        if (variant is None or r["variant"] == variant)
+                        and (verdict is None or r.get("verdict") == verdict))
 
 
 def show_run(env: Environment, run_id: str) -> tuple[RunDir, RunRecord]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,23 @@ def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path: Path) -> None:
     assert f.read_bytes() == b"new\n"
     assert f.stat().st_mode & 0o777 == 0o640
     assert os.listdir(tmp_path) == ["a.py"]
+
+
+def test_write_atomic_from_writes_chunks_or_leaves_the_old_file(tmp_path: Path) -> None:
+    f = tmp_path / "index.jsonl"
+    f.write_text("old\n")
+    t = LocalTarget()
+    t.write_atomic_from(str(f), iter([b"one\n", b"two\n"]))
+    assert f.read_bytes() == b"one\ntwo\n"
+
+    def failing() -> Iterator[bytes]:
+        yield b"half"
+        raise ValueError("the producer failed")
+
+    with pytest.raises(ValueError):
+        t.write_atomic_from(str(f), failing())
+    assert f.read_bytes() == b"one\ntwo\n"
+    assert os.listdir(tmp_path) == ["index.jsonl"]
 
 
 def test_write_new_refuses_existing(tmp_path: Path) -> None:
