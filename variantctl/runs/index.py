@@ -33,14 +33,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain
-from typing import IO, TYPE_CHECKING
+from pathlib import Path
+from typing import IO, Protocol
 
 from variantctl.jsonfields import StoredFileError
 from variantctl.jsontypes import JsonObject
 from variantctl.runs.run import RunRecord, as_object, freeze_object, thaw
-
-if TYPE_CHECKING:
-    from variantctl.runs.store import RunStore
 
 INDEX_NAME = "index.jsonl"
 LOCK_NAME = "index.lock"
@@ -73,6 +71,19 @@ class Entry:
     stamp: Stamp | None
     row: JsonObject
     damaged: bool = False
+
+
+class ListedStore(Protocol):
+    """What a listing needs of the run store (``runs/store.py``, which reads and writes
+    the files; this module only says what they mean)."""
+
+    root: Path
+
+    def run_names(self) -> dict[str, int]: ...
+    def run_json_stamp(self, name: str) -> Stamp | None: ...
+    def listing_entry(self, name: str) -> Entry: ...
+    def open_index(self) -> IO[bytes] | None: ...
+    def write_index(self, lines: Iterable[bytes]) -> None: ...
 
 
 def sort_key(entry: Entry) -> Key:
@@ -142,7 +153,7 @@ def entry_at(fh: IO[bytes], at: int, *, spill: bool = False) -> Entry:
     return _entry(fh.readline(MAX_LINE + 1), spill=spill)
 
 
-def listing(store: RunStore) -> Iterator[Entry]:
+def listing(store: ListedStore) -> Iterator[Entry]:
     """Every run of ``store`` as the listing shows it, in its order (see the module's
     docstring); the index is rewritten when a row changed."""
     names = store.run_names()  # directory name -> offset of its kept row (0: none)
@@ -191,7 +202,7 @@ def _spill_file() -> IO[bytes]:
         return io.BytesIO()
 
 
-def _keep(store: RunStore, old: IO[bytes], names: dict[str, int]) -> tuple[bool, bool]:
+def _keep(store: ListedStore, old: IO[bytes], names: dict[str, int]) -> tuple[bool, bool]:
     """Mark in ``names`` the offset of each index row that is still its run's (the first
     one, its run.json unchanged); whether the kept rows are in the listing's order, and
     whether any row was not kept."""
@@ -209,7 +220,7 @@ def _keep(store: RunStore, old: IO[bytes], names: dict[str, int]) -> tuple[bool,
     return in_order, dropped
 
 
-def _kept(store: RunStore, old: IO[bytes], names: dict[str, int], in_order: bool
+def _kept(store: ListedStore, old: IO[bytes], names: dict[str, int], in_order: bool
           ) -> Iterable[Entry]:
     """The rows :func:`_keep` marked, in the listing's order."""
     try:
