@@ -241,3 +241,12 @@ def test_a_tune_keeps_its_result_in_its_state_and_report_shows_it(
     assert rows[0][1] == "(base)"
     assert [int(r[3]) for r in rows] == [t["launches"] for t in tune["trials"]]
     assert sum(int(r[3]) for r in rows) == tune["launches"] <= 5
+
+
+def test_tune_names_complete_after_the_option(project: Path) -> None:
+    from tests.unit.core.test_completion import complete
+
+    _store_tune(project, "decode", tune_state(name="decode"))
+    _store_tune(project, "prefill", tune_state(name="prefill"))
+    assert complete(project, "variantctl report --tune ") == ["decode", "prefill"]
+    assert complete(project, "variantctl report --tune pre") == ["prefill"]
