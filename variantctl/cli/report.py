@@ -24,7 +24,8 @@ from variantctl.env import Environment
                    "self-contained report.html.")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write into (default: reports/<name>-<stamp>/ in the project).")
-@click.option("--title", help="The report's title (default: the sweep's name or 'Runs').")
+@click.option("--title", help="The report's title (default: the sweep's name, 'Runs' or "
+                               "'Tune NAME').")
 @json_option
 @pass_env
 def report(env: Environment, sources: tuple[str, ...], tune: str | None, fmt: str,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from variantctl.errors import NotFoundError
 from variantctl.jsonfields import Fields
+from variantctl.secretmask import DEFAULT, SecretRule
 
 if TYPE_CHECKING:
     from variantctl.runs.store import RunStore
@@ -32,10 +33,10 @@ def _value(v: object) -> str:
     return str(v)
 
 
-def settings_label(settings: Mapping[str, Any]) -> str:
+def settings_label(settings: Mapping[str, Any], secrets: SecretRule = DEFAULT) -> str:
     """``max-num-seqs=16 enable-chunked-prefill=true`` (the base variant: ``(base)``),
-    as ``tune`` prints a candidate."""
-    return " ".join(f"{str(k).split('.', 1)[-1]}={_value(v)}"
+    as ``tune`` prints a candidate; a secret's value masked (a report is shared)."""
+    return " ".join(f"{str(k).split('.', 1)[-1]}={_value(secrets.mask(str(k), v))}"
                     for k, v in settings.items()) or "(base)"
 
 
@@ -112,43 +113,47 @@ def _pair(f: Fields, key: str) -> tuple[float, float] | None:
     return lo_hi[0], lo_hi[1]
 
 
-def _pick(f: Fields | None) -> Pick | None:
+def _pick(f: Fields | None, secrets: SecretRule) -> Pick | None:
     if f is None:
         return None
     ci = _pair(f, "ci95")
     est = f.opt_number("objective")
-    return Pick(settings_label(f.mapping("settings")),
+    return Pick(settings_label(f.mapping("settings"), secrets),
                 Interval(est, *ci) if est is not None and ci is not None else None,
                 f.opt_text("run_id"), f.text("why", ""))
 
 
-def tune_result(state: Mapping[str, Any], source: str) -> TuneResult:
-    """The result a finished tune's state keeps (``source``: the file, for messages)."""
+def tune_result(state: Mapping[str, Any], source: str,
+                secrets: SecretRule = DEFAULT) -> TuneResult:
+    """The result a finished tune's state keeps (``source``: the file, for messages;
+    ``secrets``: the project's rule, for the settings' values)."""
     top = Fields(state, source)
     r = top.obj("result")
     obj = r.obj("objective")
     trials = []
     for i, t in enumerate(r.objs("trials", Fields.REQUIRED)):
-        trials.append(Trial(i, settings_label(t.mapping("settings")), t.text("state"),
+        # a failure's reason quotes the server's log, which may hold a secret inline
+        reason = secrets.mask_text(t.opt_text("reason") or "")
+        trials.append(Trial(i, settings_label(t.mapping("settings"), secrets), t.text("state"),
                             t.integer("launches"), t.opt_number("objective"),
-                            _pair(t, "ci95"), t.opt_text("reason") or "",
-                            t.opt_text("run_id")))
+                            _pair(t, "ci95"), reason, t.opt_text("run_id")))
     importance = sorted(r.number_map("importance").items(), key=lambda kv: -kv[1])
-    equivalent = tuple(settings_label(e.data) for e in r.objs("equivalent"))
+    equivalent = tuple(settings_label(e.data, secrets) for e in r.objs("equivalent"))
     return TuneResult(
         name=r.text("name", top.text("tune")), source=source,
         variant=r.text("variant"), objective=obj.text("label"),
         maximize=obj.flag("maximize"), started_at=top.text("started_at", ""),
         finished_at=top.text("finished_at", ""), launches=r.integer("launches"),
-        resumed=r.flag("resumed", False), trials=tuple(trials), best=_pick(r.opt_obj("best")),
+        resumed=r.flag("resumed", False), trials=tuple(trials),
+        best=_pick(r.opt_obj("best"), secrets),
         beats_base=r.flag("beats_base"), equivalent=equivalent,
-        recommended=_pick(r.opt_obj("recommended")), importance=tuple(importance),
+        recommended=_pick(r.opt_obj("recommended"), secrets), importance=tuple(importance),
         importance_note=r.opt_text("importance_note") or "", verdict=r.text("verdict"),
         variant_written=r.opt_text("variant_written"),
         best_so_far=r.numbers("best_so_far"))
 
 
-def load_tune(store: RunStore, name: str) -> TuneResult:
+def load_tune(store: RunStore, name: str, secrets: SecretRule = DEFAULT) -> TuneResult:
     """Tune ``name``'s last finished result from the store; unknown, unfinished or
     recorded without a result (before variantctl kept it) is one error, exit 2."""
     path = store.tune_state_path(name)
@@ -170,4 +175,4 @@ def load_tune(store: RunStore, name: str) -> TuneResult:
             "that did not keep it)",
             hint=f"run `variantctl tune {name}` again: it reuses every stored measurement "
                  "of the same configuration and records the result")
-    return tune_result(state, str(path))
+    return tune_result(state, str(path), secrets)

@@ -82,7 +82,7 @@ def gather(env: Environment, sources: Sequence[str], title: str | None, *,
     if tune is not None:
         from variantctl.report.tuneresult import load_tune
 
-        tuned = load_tune(store, tune)
+        tuned = load_tune(store, tune, secrets)
     runs: list[RunInput] = []
     skips: list[PlannedSkip] = []
     sweeps: list[str] = []

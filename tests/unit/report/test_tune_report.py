@@ -250,3 +250,18 @@ def test_tune_names_complete_after_the_option(project: Path) -> None:
     _store_tune(project, "prefill", tune_state(name="prefill"))
     assert complete(project, "variantctl report --tune ") == ["decode", "prefill"]
     assert complete(project, "variantctl report --tune pre") == ["prefill"]
+
+
+def test_a_secret_setting_or_reason_is_masked_in_a_tune_report(run_cli: Cli,
+                                                               project: Path) -> None:
+    state = tune_state()
+    got: Any = state["result"]
+    got["trials"][1]["settings"] = {"env.HF_TOKEN": "hf_tunesecret1"}
+    got["trials"][1]["reason"] = "exited: vllm serve --api-key sk-tunesecret2 failed"
+    _store_tune(project, "t", state)
+    out = project / "rep"
+    res = run_cli(["report", "--tune", "t", "--out", str(out)], project=project)
+    assert res.code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert "| 1 | HF_TOKEN=*** | failed | exited: vllm serve --api-key *** failed |" in md
+    assert "tunesecret" not in md
