@@ -241,6 +241,14 @@ def test_a_tune_keeps_its_result_in_its_state_and_report_shows_it(
     assert rows[0][1] == "(base)"
     assert [int(r[3]) for r in rows] == [t["launches"] for t in tune["trials"]]
     assert sum(int(r[3]) for r in rows) == tune["launches"] <= 5
+    # the sweep of its first batch beside it: the tune's sections, then the runs'
+    res = run_cli(["report", "--tune", "known", "tune-known-r001", "--out",
+                   str(project / "rep2")], project=project)
+    assert res.code == 0, res.output
+    md = (project / "rep2" / "report.md").read_text()
+    assert md.startswith("# Tune known\n\n_tune known, sweep tune-known-r001 · ")
+    assert md.index("## Tune known: verdict and trials") < md.index("## Runs") \
+        < md.index("## Results")
 
 
 def test_tune_names_complete_after_the_option(project: Path) -> None:
