@@ -64,6 +64,12 @@ def _runs(project: Path) -> list[str]:
     return [d.run_id for d in reversed(RunStore(project / "runs").dirs())]
 
 
+def _tunes(project: Path) -> list[str]:
+    """Tunes that ran (their state files), for ``report --tune``."""
+    states = project / "runs" / "tunes"
+    return sorted(p.stem for p in states.glob("*.json")) if states.is_dir() else []
+
+
 def _completer(*sources: tuple[Callable[[Path], list[str]], str]) -> Complete:
     def complete(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
@@ -86,3 +92,4 @@ patchset_names = _completer((_patchsets, "patchset"))
 sweep_names = _completer((_sweeps, "sweep"))
 run_ids = _completer((_runs, "run"))
 sweeps_and_runs = _completer((_sweeps, "sweep"), (_runs, "run"))
+tune_names = _completer((_tunes, "tune"))

@@ -1,4 +1,4 @@
-"""``variantctl report SWEEP|RUN… [--format md|html] [--out DIR]``."""
+"""``variantctl report [SWEEP|RUN…] [--tune NAME] [--format md|html] [--out DIR]``."""
 
 from __future__ import annotations
 
@@ -7,25 +7,31 @@ from pathlib import Path
 import click
 
 from variantctl.cli.common import json_option, pass_env
-from variantctl.cli.completion import sweeps_and_runs
+from variantctl.cli.completion import sweeps_and_runs, tune_names
 from variantctl.env import Environment
 
 
 @click.command("report")
-@click.argument("sources", nargs=-1, required=True, metavar="SWEEP|RUN...",
+@click.argument("sources", nargs=-1, metavar="[SWEEP|RUN]...",
                 shell_complete=sweeps_and_runs)
+@click.option("--tune", "tune", metavar="NAME", shell_complete=tune_names,
+              help="A finished tune (runs/tunes/NAME.json): its verdict, trials in order, "
+                   "objective and best-so-far plot, each setting's effect and the pruned "
+                   "and failed candidates, first.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), default="md",
               show_default=True,
               help="md: report.md with the plots as PNG files beside it; html: one "
                    "self-contained report.html.")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write into (default: reports/<name>-<stamp>/ in the project).")
-@click.option("--title", help="The report's title (default: the sweep's name or 'Runs').")
+@click.option("--title", help="The report's title (default: the sweep's name, 'Runs' or "
+                               "'Tune NAME').")
 @json_option
 @pass_env
-def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | None,
-           title: str | None, as_json: bool) -> None:
-    """Tables and plots of a sweep (its name or state file) or of runs (ids or prefixes).
+def report(env: Environment, sources: tuple[str, ...], tune: str | None, fmt: str,
+           out: Path | None, title: str | None, as_json: bool) -> None:
+    """Tables and plots of a sweep (its name or state file), of runs (ids or prefixes)
+    or of a finished tune (--tune NAME).
 
     The seeds' tables — per point success, TTFT P90, Output TPS P10/P50, aggregate TPS,
     the concurrency curve, hardware, steady state, failures and skipped points — and
@@ -38,7 +44,7 @@ def report(env: Environment, sources: tuple[str, ...], fmt: str, out: Path | Non
     from variantctl.render.output import text
     from variantctl.usecases.runs import make_report
 
-    _, written, summary = make_report(Project(env), sources, fmt, out, title)
+    _, written, summary = make_report(Project(env), sources, fmt, out, title, tune)
     if as_json:
         print_json(env, {"report": str(written[0]), "files": [str(p) for p in written],
                          "summary": list(summary)})

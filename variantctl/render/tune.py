@@ -139,42 +139,11 @@ def result_blocks(doc: JsonMapping) -> list[Block]:
 
 def tune_json(outcome: TuneOutcome) -> JsonObject:
     """``tune --json``: the winner with its interval, the equivalent candidates, every
-    trial, the launches, the best-so-far trace, the variant written and the verdict."""
-    from variantctl.bench import stats
+    trial, the launches, the best-so-far trace, the variant written and the verdict (the
+    same object the tune's state keeps for ``report --tune``: tune/result.py)."""
+    from variantctl.tune.result import result_json
 
-    verdict, log = outcome.verdict, outcome.log
-    best: JsonObject | None = None
-    if verdict.best is not None and verdict.interval is not None:
-        iv = verdict.interval
-        best = {"settings": settings_json(verdict.best.settings),
-                "objective": iv.estimate, "ci95": [iv.lo, iv.hi],
-                "run_id": verdict.best.runs[-1][0] if verdict.best.runs else None}
-    recommended: JsonObject | None = None
-    rec = outcome.recommended
-    if rec is not None:
-        recommended = {"settings": settings_json(rec.candidate.settings),
-                       "objective": rec.interval.estimate,
-                       "ci95": [rec.interval.lo, rec.interval.hi],
-                       "run_id": rec.candidate.runs[-1][0] if rec.candidate.runs else None,
-                       "why": rec.why}
-
-    def ci95(values: list[float]) -> list[float] | None:
-        if len(values) < 2:
-            return None
-        iv = stats.t_interval(values)
-        return [iv.lo, iv.hi]
-
-    return {"tune": {
-        "best": best,
-        "equivalent": [settings_json(c.settings) for c in verdict.equivalent],
-        "recommended": recommended,
-        "trials": [{"settings": settings_json(c.settings), "state": c.state,
-                    "objective": c.mean(), "ci95": ci95(c.values),
-                    "run_id": c.runs[-1][0] if c.runs else None,
-                    "reason": c.reason or None,
-                    "launches": len(c.runs)} for c in log.candidates],
-        "launches": log.launches, "best_so_far": log.trace,
-        "importance": log.importance, "importance_note": log.importance_note or None,
-        "variant_written": outcome.written, "verdict": verdict.reason,
-        "resumed": outcome.resumed, "stopped_leftovers": list(outcome.stopped),
-        "host_errors": {h: e.to_json() for h, e in outcome.host_errors.items()}}}
+    return {"tune": result_json(outcome.spec, outcome.log, outcome.verdict,
+                                outcome.recommended, written=outcome.written,
+                                resumed=outcome.resumed, stopped=outcome.stopped,
+                                host_errors=outcome.host_errors)}

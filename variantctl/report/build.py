@@ -16,6 +16,7 @@ from variantctl.report.model import ReportInput
 from variantctl.report.plots import Line, PlotData
 from variantctl.report.profile import StackedBars, breakdown_table, stacked_bars
 from variantctl.report.roofline import roofline
+from variantctl.report.section import Section
 from variantctl.report.series import METRICS, Series, series_of
 from variantctl.report.summary import winner_lines
 from variantctl.report.tables import (
@@ -32,14 +33,8 @@ from variantctl.report.tables import (
     steady_table,
 )
 from variantctl.report.trend import trend
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    paragraphs: tuple[str, ...] = ()
-    tables: tuple[Table, ...] = ()
-    plots: tuple[PlotData | StackedBars, ...] = ()
+from variantctl.report.tuneplot import TuneCurve
+from variantctl.report.tunesection import tune_sections, verdict_line
 
 
 @dataclass(frozen=True)
@@ -51,7 +46,7 @@ class ReportDoc:
     summary: tuple[str, ...] = ()
 
     @property
-    def plots(self) -> tuple[PlotData | StackedBars, ...]:
+    def plots(self) -> tuple[PlotData | StackedBars | TuneCurve, ...]:
         return tuple(p for s in self.sections for p in s.plots)
 
 
@@ -203,8 +198,15 @@ def build(report: ReportInput) -> ReportDoc:
                f"{len(failed)} failed start(s), {len(report.skips)} skipped point(s).")
     unused = tuple(f"Benchmark of {r.run_id} not used: {u}" for r in report.runs
                    for u in r.unreadable) + tuple(r.note for r in report.runs if r.note)
-    sections = []
+    sections: list[Section] = []
     winners = winner_lines(series)  # made once: the summary section and the command's
+    said: tuple[str, ...] = winners  # what the command prints: the tune's verdict first
+    if report.tune is not None:
+        sections += tune_sections(report.tune)
+        said = (verdict_line(report.tune), *winners)
+        if not report.runs:  # the tune alone: no empty run sections under it
+            return ReportDoc(report.title, _subtitle(report),
+                             tuple(_one_heading(s) for s in sections), said)
     if series:
         sections.append(summary_section(series, winners))
     sections.append(Section("Runs", (summary, *unused),
@@ -253,12 +255,21 @@ def build(report: ReportInput) -> ReportDoc:
     if failed or report.skips:
         sections.append(Section("Failures and skipped points",
                                 tables=(failures_table(report.runs, report.skips),)))
-    subtitle = f"sweep {report.sweep}" if report.sweep else "runs " + ", ".join(
-        r.run_id for r in report.runs[:6]) + (" …" if len(report.runs) > 6 else "")
+    return ReportDoc(report.title, _subtitle(report),
+                     tuple(_one_heading(s) for s in sections), said)
+
+
+def _subtitle(report: ReportInput) -> str:
+    parts = [f"tune {report.tune.name}"] if report.tune is not None else []
+    if report.sweep:
+        parts.append(f"sweep {report.sweep}")
+    elif report.runs:
+        parts.append("runs " + ", ".join(r.run_id for r in report.runs[:6])
+                     + (" …" if len(report.runs) > 6 else ""))
+    subtitle = ", ".join(parts)
     if report.created_at:
         subtitle += f" · {report.created_at}"
-    return ReportDoc(report.title, subtitle, tuple(_one_heading(s) for s in sections),
-                     winners)
+    return subtitle
 
 
 def _one_heading(section: Section) -> Section:

@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 from variantctl.bench.model import BenchResult
 from variantctl.jsontypes import JsonMapping
+from variantctl.report.tuneresult import TuneResult
 from variantctl.runs.run import RunRecord
 from variantctl.secretmask import DEFAULT, SecretRule
 
@@ -111,3 +112,5 @@ class ReportInput:
     created_at: str = ""
     #: what is a secret (masked in labels): the project's rule
     secrets: SecretRule = DEFAULT
+    #: the tune the report is of (``report --tune NAME``): its sections come first
+    tune: TuneResult | None = None

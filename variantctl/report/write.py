@@ -25,10 +25,11 @@ from variantctl.secretmask import DEFAULT, SecretRule
 if TYPE_CHECKING:
     from variantctl.report.build import ReportDoc
     from variantctl.report.profile import StackedBars
+    from variantctl.report.tuneplot import TuneCurve
 
 #: every plot a report may draw (build.py), for clearing an earlier report's leftovers
 _PLOT_NAMES = frozenset({"agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png",
-                         "pareto.png", "trend.png"})
+                         "pareto.png", "trend.png", "tune.png"})
 
 
 def _user_mode() -> int:
@@ -58,8 +59,9 @@ def _remediation(catalog: Catalog, signature: str) -> str:
 
 def gather(env: Environment, sources: Sequence[str], title: str | None, *,
            signatures: Catalog, hosts: Mapping[str, Host],
-           secrets: SecretRule = DEFAULT) -> tuple[ReportInput, str]:
-    """The report's input from sweep names/state files and run ids, and a name for it.
+           secrets: SecretRule = DEFAULT, tune: str | None = None) -> tuple[ReportInput, str]:
+    """The report's input from sweep names/state files and run ids (and the finished
+    tune ``tune``'s result, from its state in the store), and a name for it.
 
     ``signatures`` (the command's one catalog, the project's own signatures included)
     names the remediation of a failed point; ``hosts`` give the GPUs' peaks.
@@ -76,6 +78,11 @@ def gather(env: Environment, sources: Sequence[str], title: str | None, *,
     )
 
     store = RunStore(env.runs_dir)
+    tuned = None
+    if tune is not None:
+        from variantctl.report.tuneresult import load_tune
+
+        tuned = load_tune(store, tune, secrets)
     runs: list[RunInput] = []
     skips: list[PlannedSkip] = []
     sweeps: list[str] = []
@@ -103,13 +110,13 @@ def gather(env: Environment, sources: Sequence[str], title: str | None, *,
             unique.append(r)
     names = {str(r.record.host.get("name")) for r in unique}
     peaks = peaks_of({h: hosts[h].gpu for h in names if h in hosts})
-    name = sweeps[0] if len(sweeps) == 1 else (
-        unique[0].record.variant_name if len(unique) == 1 else "runs")
+    name = f"tune-{tuned.name}" if tuned is not None else sweeps[0] if len(sweeps) == 1 \
+        else (unique[0].record.variant_name if len(unique) == 1 else "runs")
     data = ReportInput(
-        title=title or _title(sweeps, unique),
+        title=title or (f"Tune {tuned.name}" if tuned is not None else _title(sweeps, unique)),
         runs=tuple(unique), skips=tuple(skips), sweep=", ".join(sweeps) or None,
         peaks=peaks, models=model_shapes(unique),
-        created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"), secrets=secrets)
+        created_at=env.now().strftime("%Y-%m-%d %H:%M UTC"), secrets=secrets, tune=tuned)
     return data, name
 
 
@@ -131,7 +138,7 @@ def write_report(env: Environment, data: ReportInput, fmt: str, out: Path | None
     return doc, _write(env, doc, fmt, out, name)
 
 
-def _draw(plots: Sequence[PlotData | StackedBars]) -> dict[str, bytes]:
+def _draw(plots: Sequence[PlotData | StackedBars | TuneCurve]) -> dict[str, bytes]:
     """Each plot's PNG by name, in the order given. Drawn in this process: drawing them
     in forked workers measured no faster on a 2-core machine with other work on it."""
     import matplotlib
@@ -140,10 +147,13 @@ def _draw(plots: Sequence[PlotData | StackedBars]) -> dict[str, bytes]:
     return {p.name: _png(p) for p in plots}
 
 
-def _png(plot: PlotData | StackedBars) -> bytes:
+def _png(plot: PlotData | StackedBars | TuneCurve) -> bytes:
     from variantctl.report.plots import render_png
     from variantctl.report.profile import render_stacked_png
+    from variantctl.report.tuneplot import TuneCurve, render_tune_png
 
+    if isinstance(plot, TuneCurve):
+        return render_tune_png(plot)
     return render_png(plot) if isinstance(plot, PlotData) else render_stacked_png(plot)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from variantctl.env import Environment
+from variantctl.errors import VariantctlError
 from variantctl.project.loaded import Project
 
 #: where to look when ``runs trend`` finds no run of its target
@@ -120,14 +121,18 @@ def run_profile(env: Environment, run_id: str) -> RunProfile:
 
 
 def make_report(project: Project, sources: Sequence[str], fmt: str, out: Path | None,
-                title: str | None) -> tuple[ReportInput, list[Path], tuple[str, ...]]:
-    """The report of sweeps and runs ``sources``, written: its input, the files written
-    (the report first, then its plots) and its summary lines (who won: the report's
-    own, not made twice)."""
+                title: str | None, tune: str | None = None
+                ) -> tuple[ReportInput, list[Path], tuple[str, ...]]:
+    """The report of sweeps and runs ``sources`` (and of the finished tune ``tune``),
+    written: its input, the files written (the report first, then its plots) and its
+    summary lines (who won: the report's own, not made twice)."""
     from variantctl.report.write import gather, write_report
 
+    if not sources and tune is None:
+        raise VariantctlError("give a sweep, runs or --tune NAME to report",
+                              hint="variantctl runs lists the runs")
     data, name = gather(project.env, sources, title, signatures=project.signatures,
-                        hosts=project.hosts, secrets=project.secrets)
+                        hosts=project.hosts, secrets=project.secrets, tune=tune)
     doc, written = write_report(project.env, data, fmt, out, name)
     return data, written, doc.summary
 

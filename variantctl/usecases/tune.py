@@ -251,6 +251,7 @@ def run_tune(project: Project, name: str, start: Callable[[Plan], SweepUI], *,
     interrupted batch left are stopped and every measurement in the store is reused
     (the optimiser replays them), so nothing measured is launched again."""
     from variantctl.tune.preflight import plan_space
+    from variantctl.tune.result import result_json
     from variantctl.tune.search import run_search
     from variantctl.tune.verdict import decide, recommend
 
@@ -277,15 +278,25 @@ def run_tune(project: Project, name: str, start: Callable[[Plan], SweepUI], *,
         store.write_tune_state(spec.name, doc)
         stopped = _stop_interrupted(project, lab, rounds, grace) if rounds else []
         log = run_search(spec, lab, hosts=len(lab.hosts), clock=env.clock)
+        verdict = decide(log, maximize=spec.objective.maximize)
+        recommended = recommend(verdict, log, base.args, maximize=spec.objective.maximize)
+
+        def result(written: str | None) -> JsonObject:
+            return result_json(spec, log, verdict, recommended, written=written,
+                               resumed=resume, stopped=stopped, host_errors=lab.host_errors)
+
+        # finished, with its result (what `report --tune` shows), before the variant is
+        # written: a variant file that cannot be replaced must not leave the tune looking
+        # interrupted
         doc.update(status=FINISHED, finished_at=env.now().isoformat(),
-                   launches=log.launches)
+                   launches=log.launches, result=result(None))
         store.write_tune_state(spec.name, doc)
-    verdict = decide(log, maximize=spec.objective.maximize)
-    recommended = recommend(verdict, log, base.args, maximize=spec.objective.maximize)
-    written: str | None = None
-    if verdict.best is not None and verdict.beats_base:
-        written = _write_best(project, spec, base, verdict.best.settings,
-                              f"{spec.objective.label()} {verdict.best.mean():.4g}")
+        written: str | None = None
+        if verdict.best is not None and verdict.beats_base:
+            written = _write_best(project, spec, base, verdict.best.settings,
+                                  f"{spec.objective.label()} {verdict.best.mean():.4g}")
+            doc["result"] = result(written)
+            store.write_tune_state(spec.name, doc)
     return TuneOutcome(spec, log, verdict, written, dict(lab.host_errors), recommended,
                        resumed=resume, stopped=tuple(stopped))
 

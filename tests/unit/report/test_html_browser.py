@@ -42,3 +42,22 @@ def test_the_console_check_sees_errors_and_the_pixel_check_sees_no_plot(
     shot = screenshot(page, tmp_path / "bad.png", height=600)
     assert any("boom" in m for m in shot.console)
     assert shot.pixels_near(BLUE) == 0
+
+
+def test_html_report_of_a_tune_draws_its_curve_in_chromium(
+        run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    from tests.unit.report.test_tune_report import tune_state
+
+    project = tmp_path / "proj"
+    (project / "variants").mkdir(parents=True)
+    RunStore(project / "runs").write_tune_state("t", tune_state())
+    out = tmp_path / "rep"
+    res = run_cli(["report", "--tune", "t", "--format", "html", "--out", str(out)],
+                  project=project)
+    assert res.code == 0, res.output
+    shot = screenshot(out / "report.html", tmp_path / "shot.png", height=2000)
+    assert shot.console == (), shot.console
+    # the trials' markers (blue) and the best-so-far step (orange) are drawn: a broken
+    # image or an unloaded data URI leaves neither
+    assert shot.pixels_near(BLUE) > 100, shot.pixels_near(BLUE)
+    assert shot.pixels_near(ORANGE) > 500, shot.pixels_near(ORANGE)
