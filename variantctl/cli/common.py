@@ -8,8 +8,8 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from variantctl.cli.failure import JSON_OUTPUT
 from variantctl.env import Environment
+from variantctl.terminal.failure import JSON_OUTPUT
 
 F = TypeVar("F", bound=Callable[..., Any])
 

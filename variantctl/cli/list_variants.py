@@ -18,7 +18,7 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
 
     rows = catalog_rows(env, tags)
     if as_json:
-        from variantctl.cli.output import print_json
+        from variantctl.terminal.output import print_json
 
         print_json(env, {"variants": [
             {"name": r.name, "extends": list(r.variant.parents), "changes": list(r.changes),

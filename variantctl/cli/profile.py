@@ -26,8 +26,8 @@ from variantctl.env import Environment
 def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) -> None:
     """Show the profile breakdown stored in RUN (an id or unique prefix)."""
     from variantctl.bench.profile import trace_from_document, write_trace_file
-    from variantctl.cli.output import print_json
     from variantctl.render.profile import breakdown_tables
+    from variantctl.terminal.output import print_json
     from variantctl.usecases.runs import run_profile
 
     got = run_profile(env, run_id)

@@ -35,7 +35,7 @@ def render(env: Environment, name: str, fmt: str, host_name: str | None,
     elif fmt == "argv":
         out.write("".join(word + "\n" for word in render_argv(v, host)))
     else:
-        from variantctl.cli.output import print_json
+        from variantctl.terminal.output import print_json
 
         print_json(env, {"name": v.name, "host": host.name, "port": v.port,
                          "argv": render_argv(v, host), "env": render_env(v, host),

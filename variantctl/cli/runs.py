@@ -23,9 +23,9 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     if ctx.invoked_subcommand is not None:
         return
     from variantctl.cli.common import current_env
-    from variantctl.cli.output import emit, print_json_list
     from variantctl.render.output import Block, text
     from variantctl.render.runs import runs_table
+    from variantctl.terminal.output import emit, print_json_list
     from variantctl.usecases.runs import list_runs
 
     env = current_env(ctx)
@@ -45,11 +45,11 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
 @pass_env
 def show(env: Environment, run_id: str, as_json: bool) -> None:
     """One run in full: verdict, evidence, facts, patches, benchmarks."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
     from variantctl.render.runs import run_lines
     from variantctl.secretmask import masked_record
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import show_run
 
     rule = Project(env).secrets  # secrets in the record are shown masked
@@ -78,9 +78,9 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
 def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: str, per: str,
            out: Path, as_json: bool) -> None:
     """Stored runs as a table for a notebook or a spreadsheet (docs/report.md, "Export")."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import export_runs
 
     done = export_runs(Project(env), run_ids, sweep, fmt=fmt, per=per, out=out)
@@ -109,9 +109,9 @@ def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: s
 def import_run(env: Environment, file: Path, tool: str, variant: str | None,
             version: str | None, as_json: bool) -> None:
     """Another tool's result file as a run with its benchmark (docs/report.md, "Import")."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import import_result
 
     done = import_result(Project(env), file, tool, variant, version)

@@ -23,7 +23,7 @@ def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
 
     say_secrets(env, v)
     if as_json:
-        from variantctl.cli.output import print_json
+        from variantctl.terminal.output import print_json
 
         data = v.to_dict()
         if origin:

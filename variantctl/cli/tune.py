@@ -30,10 +30,10 @@ def tune(env: Environment, name: str, dry_run: bool, resume: bool, grace: float,
          as_json: bool) -> None:
     """Search tunes/NAME.yaml's space of settings of a variant for the best configuration
     under its objective (docs/tune.md)."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
     from variantctl.render.tune import space_blocks
+    from variantctl.terminal.output import emit, print_json
     from variantctl.tune.preflight import plan_space
 
     project = Project(env)
@@ -41,9 +41,9 @@ def tune(env: Environment, name: str, dry_run: bool, resume: bool, grace: float,
     base = project.resolve(spec.variant)
     plan = plan_space(spec, base, project.hosts, project.patchset_names)
     if not dry_run:
-        from variantctl.cli.sweepprogress import ProgressPrinter
         from variantctl.render.tune import result_blocks, tune_json
         from variantctl.sweeps.plan import Plan
+        from variantctl.terminal.sweepprogress import ProgressPrinter
         from variantctl.usecases.tune import run_tune
 
         def start(batch: Plan) -> ProgressPrinter:  # each batch's points, as sweep shows

@@ -16,7 +16,11 @@ from variantctl.jsontypes import JsonObject
 if TYPE_CHECKING:
     from variantctl.env import Environment
 
-#: whether the running command was given --json (set by the option's callback)
+#: True once the running command's ``--json`` (or ``--format json``) has been parsed
+#: (``cli.common.json_option``). A context variable rather than an Environment field
+#: because the error that ends a command is printed by ``cli.run`` after click has
+#: let go of the context (and, in a real process, of the Environment it built). Here,
+#: not in cli.common, so that ``variantctl --help`` imports no more than before.
 JSON_OUTPUT: ContextVar[bool] = ContextVar("variantctl_json_output", default=False)
 
 
