@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -24,8 +24,7 @@ from variantctl.env import Environment
               help="Keep the configurations an earlier bisect of these runs measured.")
 @click.option("--include-predicted", is_flag=True,
               help="Also run the configurations the pre-flight rules predict to fail.")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
+@grace_option()
 @json_option
 @pass_env
 def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool,

@@ -20,19 +20,14 @@ from variantctl.exitcodes import ExitCode
 def check(env: Environment, names: tuple[str, ...], all_: bool, connect: bool,
           as_json: bool) -> int:
     """Predict startup failures of variants before launching them (non-zero on errors)."""
+    from variantctl.render.check import check_json, findings_blocks
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.check import check_variants
     from variantctl.variants.check import has_errors
 
     report = check_variants(env, names, all_=all_, connect=connect)
-    findings, selected = list(report.findings), report.selected
     if as_json:
-        from variantctl.terminal.output import print_json
-
-        print_json(env, {"variants": list(selected), "predicted": report.predicted,
-                         "findings": [f.to_dict() for f in findings]})
+        print_json(env, check_json(report))
     else:
-        from variantctl.render.check import findings_blocks
-        from variantctl.terminal.output import emit
-
-        emit(env, findings_blocks(findings, len(selected)))
-    return ExitCode.FAILED if has_errors(findings) else ExitCode.OK
+        emit(env, findings_blocks(list(report.findings), len(report.selected)))
+    return ExitCode.FAILED if has_errors(report.findings) else ExitCode.OK

@@ -37,10 +37,11 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
     With --suggest: 0 (the suggestion is printed instead of the verdict).
     """
     from variantctl.logs.bounded import visible
+    from variantctl.logs.result import classify_exit_code
     from variantctl.project.loaded import Project
     from variantctl.render.classify import result_blocks, results_json
     from variantctl.terminal.output import emit, print_json
-    from variantctl.usecases.classify import ClassifyRequest, classify_logs, exit_code
+    from variantctl.usecases.classify import ClassifyRequest, classify_logs
 
     def warn(text: str) -> None:
         env.stderr.print(f"warning: {visible(text)}", markup=False, highlight=False)
@@ -61,5 +62,5 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
         print_json(env, results_json(results, expect))
     else:
         emit(env, result_blocks(results, expect, explain=explain))
-    return exit_code(done)
+    return classify_exit_code([(c.result, bool(c.mismatches)) for c in done])
 

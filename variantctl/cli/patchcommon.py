@@ -68,4 +68,11 @@ def render_per_host(
     if as_json:
         print_json(env, per_host_json(per_host, to_json))
     emit(env, per_host_blocks(per_host, render, results=not as_json))
-    return worst_exit_code(r.exit_code(exit_code) for r in runs)
+    return worst_exit_code(_code(r, exit_code) for r in runs)
+
+
+def _code(run: HostRun[R], exit_code: Callable[[R], int]) -> int:
+    if run.error is not None:
+        return run.error.exit_code
+    assert run.value is not None
+    return exit_code(run.value)

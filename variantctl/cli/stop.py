@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -13,8 +13,7 @@ from variantctl.env import Environment
 @click.option("--all", "stop_all", is_flag=True, help="Stop every server variantctl started.")
 @click.option("--host", "host", help="Host the server runs on (default: the variant's host).")
 @click.option("--hosts", "hosts", help="Comma-separated hosts, in parallel.")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds between TERM and KILL.")
+@grace_option("Seconds between TERM and KILL.")
 @json_option
 @pass_env
 def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.cli.completion import sweep_names
 from variantctl.env import Environment
 
@@ -25,8 +25,7 @@ from variantctl.env import Environment
 @click.option("--include-predicted", is_flag=True,
               help="Also run the points the pre-flight rules predict to fail "
               "(the real outcome is recorded with its signature).")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
+@grace_option()
 @json_option
 @pass_env
 def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str | None,

@@ -4,12 +4,11 @@ decisive line, checked against the log and the shipped signatures' examples."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from variantctl.errors import VariantctlError
-from variantctl.exitcodes import ExitCode
 from variantctl.logs.bounded import MAX_BYTES, MAX_LINE, ReadStats, bounded_lines
 from variantctl.logs.expect import Mismatch
 from variantctl.logs.model import Catalog, Signature
@@ -18,16 +17,6 @@ from variantctl.project.loaded import Project
 
 #: bytes per read() of a log
 _CHUNK = 1 << 20
-
-#: exit code per verdict kind; with several logs the most severe (first in this order) wins
-KIND_EXIT = {
-    "failed": ExitCode.FAILED,
-    "hang": ExitCode.HANG,
-    "unknown": ExitCode.UNKNOWN,
-    "warning": ExitCode.OK,
-    "ok": ExitCode.OK,
-}
-_SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
 
 
 @dataclass(frozen=True)
@@ -70,17 +59,6 @@ def classify_logs(project: Project, req: ClassifyRequest, cwd: Path,
         suggestion = suggestion_yaml(str(path), text, result, catalog) if req.suggest else None
         out.append(Classified(str(path), result, tuple(mismatches), suggestion))
     return tuple(out)
-
-
-def exit_code(done: Sequence[Classified]) -> int:
-    """The most severe verdict's exit code; expectation mismatches count as a failure."""
-    if not done:
-        return ExitCode.OK
-    worst = min(done, key=lambda c: _SEVERITY.index(c.result.kind)).result.kind
-    code = int(KIND_EXIT[worst])
-    if code == ExitCode.OK and any(c.mismatches for c in done):
-        return int(ExitCode.FAILED)
-    return code
 
 
 def read_log(path: Path, display: str) -> tuple[str, ReadStats]:

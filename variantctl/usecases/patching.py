@@ -115,13 +115,6 @@ class HostRun(Generic[R]):
     value: R | None = None
     error: VariantctlError | None = None
 
-    def exit_code(self, of_value: Callable[[R], int]) -> int:
-        """The host's error's code, else what ``of_value`` makes of its result."""
-        if self.error is not None:
-            return self.error.exit_code
-        assert self.value is not None
-        return of_value(self.value)
-
 
 def run_per_host(
     env: Environment,
