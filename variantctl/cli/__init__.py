@@ -19,7 +19,12 @@ import click
 from variantctl import __version__
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
-from variantctl.terminal.failure import JSON_OUTPUT, json_requested, print_json_error, report_error
+from variantctl.terminal.failure import (
+    JSON_OUTPUT,
+    json_requested,
+    report_click_error,
+    report_error,
+)
 
 if TYPE_CHECKING:
     from variantctl.env import Environment
@@ -140,18 +145,7 @@ def _run(argv: list[str], env: Environment | None) -> int:
     except click.exceptions.Abort:
         return report_error(VariantctlError("aborted", exit_code=ExitCode.INTERRUPTED), env)
     except click.ClickException as exc:
-        if JSON_OUTPUT.get() or json_requested(argv):
-            # the message of click's own `Error: …` line; a usage error for exit 2
-            from variantctl.errors import KIND_BY_EXIT_CODE
-
-            print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
-                                    "message": exc.format_message(), "hint": None,
-                                    "where": None})
-        if env is None:
-            exc.show()
-        else:
-            env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
-        return exc.exit_code
+        return report_click_error(exc, env, as_json=JSON_OUTPUT.get() or json_requested(argv))
     except VariantctlError as exc:
         return report_error(exc, env)
     except KeyboardInterrupt:

@@ -62,6 +62,26 @@ def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
     return exc.exit_code
 
 
+def report_click_error(exc: click.ClickException, env: Environment | None, *,
+                       as_json: bool) -> int:
+    """Print an error click raised (bad usage, a bad option value); return its exit code.
+
+    click's own ``Error: …`` line on stderr; with ``as_json`` also the ``{"error": …}``
+    document holding the same message (a usage error for exit 2).
+    """
+    if as_json:
+        from variantctl.errors import KIND_BY_EXIT_CODE
+
+        print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
+                               "message": exc.format_message(), "hint": None,
+                               "where": None})
+    if env is None:
+        exc.show()
+    else:
+        env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
+    return exc.exit_code
+
+
 def json_requested(argv: Sequence[str]) -> bool:
     """Whether ``argv`` asks for JSON, for usage errors click raises before any callback.
 
