@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -25,3 +26,19 @@ class ExitCode(IntEnum):
     INTERNAL = 70
     #: interrupted by the user
     INTERRUPTED = 130
+
+
+# Worst last. A host we could not use at all (4) outranks bad input (2), which
+# outranks a failed operation (1), which outranks a conflict (3): the code should
+# name the problem the user has to fix first. Hangs, timeouts, bugs and
+# interrupts (5, 6, 7, 70, 130) outrank all of these.
+_RANK = {0: 0, 3: 1, 1: 2, 2: 3, 4: 4}
+
+
+def worst_exit_code(codes: Iterable[int]) -> int:
+    """The exit code of a command over several hosts (or items): the worst one, 0 if none.
+
+    ``apply``, ``status``, ``rollback``, ``patch diff``, ``ps``, ``stop`` and ``locate``
+    run on several hosts at once and keep going when one fails (README, "Exit codes").
+    """
+    return max(codes, key=lambda c: _RANK.get(c, len(_RANK)), default=0)

@@ -12,23 +12,23 @@ import os
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
 from variantctl import __version__
-from variantctl.cli.failure import JSON_OUTPUT, json_requested, print_json_error, report_error
 from variantctl.errors import VariantctlError
 from variantctl.exitcodes import ExitCode
+from variantctl.terminal.failure import (
+    JSON_OUTPUT,
+    json_requested,
+    report_click_error,
+    report_error,
+)
 
 if TYPE_CHECKING:
     from variantctl.env import Environment
 
-#: True once the running command's ``--json`` (or ``--format json``) has been parsed
-#: (``cli.common.json_option``). A context variable rather than an Environment field
-#: because the error that ends a command is printed by :func:`run` after click has
-#: let go of the context (and, in a real process, of the Environment it built). Here,
-#: not in cli.common, so that ``variantctl --help`` imports no more than before.
 # name -> (module, attribute, one-line help). The help is duplicated here on
 # purpose: listing commands must not import them.
 COMMANDS: dict[str, tuple[str, str, str]] = {}
@@ -129,8 +129,8 @@ def run(argv: list[str] | None = None, env: Environment | None = None) -> int:
     """Run the CLI and return its exit code; expected errors print one message, no traceback.
 
     Tests call this in-process with an Environment whose consoles write to buffers.
-    Commands end with :func:`finish` (or return normally for success). Every error
-    goes through :func:`report_error`, which also prints it as JSON under ``--json``.
+    A command returns its exit code (None for success). Every error goes through
+    :func:`report_error`, which also prints it as JSON under ``--json``.
     """
     token = JSON_OUTPUT.set(False)
     try:
@@ -145,18 +145,7 @@ def _run(argv: list[str], env: Environment | None) -> int:
     except click.exceptions.Abort:
         return report_error(VariantctlError("aborted", exit_code=ExitCode.INTERRUPTED), env)
     except click.ClickException as exc:
-        if JSON_OUTPUT.get() or json_requested(argv):
-            # the message of click's own `Error: …` line; a usage error for exit 2
-            from variantctl.errors import KIND_BY_EXIT_CODE
-
-            print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
-                                    "message": exc.format_message(), "hint": None,
-                                    "where": None})
-        if env is None:
-            exc.show()
-        else:
-            env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
-        return exc.exit_code
+        return report_click_error(exc, env, as_json=JSON_OUTPUT.get() or json_requested(argv))
     except VariantctlError as exc:
         return report_error(exc, env)
     except KeyboardInterrupt:
@@ -172,14 +161,11 @@ def _run(argv: list[str], env: Environment | None) -> int:
             f"internal error: {type(exc).__name__}: {exc}",
             hint="this is a bug in variantctl; rerun with VARIANTCTL_DEBUG=1 for the traceback",
             exit_code=ExitCode.INTERNAL), env)
-    return rv if isinstance(rv, int) else ExitCode.OK
+    # click hands back what the command returned (standalone_mode=False)
+    return int(rv) if isinstance(rv, int) else ExitCode.OK
 
 
 def main() -> None:
     """Console-script entry point."""
     sys.exit(run())
 
-
-def finish(code: int) -> NoReturn:
-    """End a command with an exit code (works in-process and as a console script)."""
-    raise click.exceptions.Exit(int(code))

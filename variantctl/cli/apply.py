@@ -20,17 +20,14 @@ from variantctl.env import Environment
 @pass_env
 def apply(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
           hosts_csv: str | None, dry_run: bool, backup_template: str | None,
-          as_json: bool) -> None:
+          as_json: bool) -> int:
     """Apply patchset NAME to every root, as one transaction (backups, ledger, lock)."""
-    from variantctl.cli import finish
     from variantctl.render.patching import report_blocks
     from variantctl.usecases.patching import PatchRequest, apply_patchset
 
     runs = apply_patchset(env, PatchRequest(name, host_name, hosts_csv, roots),
                           dry_run=dry_run, backup_template=backup_template)
-    code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
+    return render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: r.to_json(),
                            render=lambda r: report_blocks(env.cwd, r),
                            exit_code=lambda r: r.exit_code)
-    if code:
-        finish(code)

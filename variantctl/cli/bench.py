@@ -1,8 +1,9 @@
 """``variantctl bench``: measure a running variant (or any OpenAI-compatible URL).
 
-Thin: options → :class:`~variantctl.benchparams.BenchParams`; the server is
-found and reached by :mod:`variantctl.bench.session`; tables and live progress
-come from :mod:`variantctl.render.bench`. Exit codes: 0 every level had
+Thin: the options → :func:`variantctl.usecases.bench.bench_request` (checked, made a
+:class:`~variantctl.benchparams.BenchParams`); the server is found and reached by
+:mod:`variantctl.bench.session`; tables come from :mod:`variantctl.render.benchrun`,
+live progress from :mod:`variantctl.terminal.benchview`. Exit codes: 0 every level had
 successes; 1 a level whose requests all failed, or the server died during a
 level; 2 bad input; 4 host or URL unreachable; 130 interrupted (partial results
 are still printed, stored and exported).
@@ -11,6 +12,7 @@ are still printed, stored and exported).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -96,75 +98,28 @@ from variantctl.env import Environment
               help="With --profile: also write the events as a Chrome trace (Perfetto JSON).")
 @json_option
 @pass_env
-def bench(env: Environment, variants: tuple[str, ...], host: str | None, url: str | None,
-          endpoint: str, model: str | None, concurrency: str | None, requests: int | None,
-          duration: float | None, prompt: str, prefix_len: int | None, prefixes: int,
-          turns: int,
-          input_len: int | None,
-          output_len: int | None, trace_speed: float,
-          ignore_eos: bool, temperature: float, seed: int, request_rate: str,
-          ramp_up: str | None, ramp_start: float | None, ramp_end: float | None,
-          burstiness: float, search: str | None, slo: str | None, slo_percentile: float,
-          max_level: float, warmup: str, goodput: str | None, repeat: int,
-          until_ci: float | None, max_repeat: int | None,
-          request_timeout: float, export_vllm: Path | None, no_store: bool,
-          profile: bool, profile_trace: Path | None, as_json: bool) -> None:
+def bench(env: Environment, export_vllm: Path | None, as_json: bool, **options: Any) -> int:
     """Benchmark VARIANT (its running server, through the host's SSH connection) or --url.
 
     Several VARIANTs are measured one after another and shown in one table.
     """
-    from variantctl.benchparams import (
-        RATE_CAP_DEFAULT,
-        BenchParams,
-        parse_concurrency,
-        parse_goodput,
-        parse_rates,
-        parse_url,
-    )
-    from variantctl.cli import finish
-    from variantctl.errors import VariantctlError
-    from variantctl.exitcodes import ExitCode
+    from variantctl.project.loaded import Project
+    from variantctl.render.benchrun import report_blocks, report_json
+    from variantctl.terminal.benchview import LiveView
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.usecases.bench import bench_request, run_bench
 
-    if bool(variants) == bool(url):
-        raise VariantctlError("give a VARIANT (or several) or --url, not both",
-                              hint="variantctl ps lists running variants")
-    if url is not None:
-        parse_url(url)  # before anything runs: exit 2 naming --url, never its password
-    if (profile or profile_trace) and url:
-        raise VariantctlError("--profile needs a VARIANT (its server's environment is set "
-                              "at launch), not --url")
-    if profile_trace and not profile:
-        raise VariantctlError("--profile-trace needs --profile")
-    if max_repeat is not None and until_ci is None:
-        raise VariantctlError("--max-repeat needs --until-ci (--repeat N runs exactly N)")
-    from variantctl.usecases.bench import check_prompt
+    # every other option is the request's, checked together by the use case
+    req = bench_request(**options)
+    with LiveView(env) as view:
+        report = run_bench(Project(env), req, view)
+        view.done()
+    if as_json:
+        print_json(env, report_json(report))
+    emit(env, report_blocks(report, as_json=as_json))
+    if export_vllm is not None:
+        from variantctl.bench.export import write_exports
 
-    check_prompt(prompt)  # bad input is refused before any server is reached
-    rate, ladder = parse_rates(request_rate)
-    if search == "concurrency" and concurrency is not None:
-        raise VariantctlError("--search concurrency chooses the concurrency: no --concurrency",
-                              exit_code=ExitCode.USAGE)
-    if concurrency is None:  # under a rate, the concurrency is only a cap
-        capped = ladder or ramp_up or search == "rate"
-        concurrency = str(requests or RATE_CAP_DEFAULT) if capped else "1"
-    params = BenchParams(
-        endpoint=endpoint, model=model, prompt=prompt, input_len=input_len,
-        output_len=output_len or 128, output_len_set=output_len is not None,
-        trace_speed=trace_speed, ignore_eos=ignore_eos, temperature=temperature, seed=seed,
-        request_rate=rate, rate_ladder=ladder, ramp_up=ramp_up, ramp_start=ramp_start,
-        ramp_end=ramp_end, burstiness=burstiness, requests=requests,
-        duration=duration, warmup=warmup, goodput=parse_goodput(goodput) if goodput else {},
-        concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
-        prefix_len=prefix_len, prefixes=prefixes, turns=turns,
-        search=search, slo=parse_goodput(slo, "--slo") if slo else {},
-        slo_percentile=slo_percentile, max_level=max_level,
-        until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,
-    )
-    from variantctl.cli.benchflow import run_bench
-    from variantctl.usecases.bench import BenchRequest
-
-    req = BenchRequest(params, variants=variants, host=host, url=url, store=not no_store,
-                       profile=profile, profile_trace=profile_trace)
-    code = run_bench(env, req, as_json=as_json, export=export_vllm)
-    if code:
-        finish(code)
+        write_exports([(o.label, o.result) for o in report.outcomes], export_vllm,
+                      lambda path: view.say(f"exported {path}"))
+    return report.exit_code

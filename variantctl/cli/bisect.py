@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -24,24 +24,22 @@ from variantctl.env import Environment
               help="Keep the configurations an earlier bisect of these runs measured.")
 @click.option("--include-predicted", is_flag=True,
               help="Also run the configurations the pre-flight rules predict to fail.")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
+@grace_option()
 @json_option
 @pass_env
 def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool,
-           include_predicted: bool, grace: float, as_json: bool) -> None:
+           include_predicted: bool, grace: float, as_json: bool) -> int:
     """Find which of the settings RUN_A and RUN_B differ in (args, env, patchsets)
     accounts for their throughput difference, by measuring configurations between them
     on their host (a sweep under the hood). RUN_A and RUN_B are run ids or unique
     prefixes."""
-    from variantctl.cli import finish
-    from variantctl.cli.output import emit, print_json
-    from variantctl.cli.sweepprogress import ProgressPrinter
     from variantctl.exitcodes import ExitCode
     from variantctl.project.loaded import Project
     from variantctl.render.bisect import bisect_blocks, bisect_json, dry_run_blocks, dry_run_json
     from variantctl.render.sweep import plan_blocks
     from variantctl.sweeps.plan import Plan
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.terminal.sweepprogress import ProgressPrinter
     from variantctl.usecases.bisect import BisectRequest, plan_bisect, run_bisect
 
     req = BisectRequest(run_a, run_b, resume=resume, include_predicted=include_predicted,
@@ -54,7 +52,7 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
         else:
             emit(env, dry_run_blocks(p.bisection, p.plan, p.first_launches, p.at_most,
                                      project.secrets))
-        return
+        return ExitCode.OK
 
     def start(plan: Plan) -> ProgressPrinter:
         emit(env, [replace(b, err=True)
@@ -66,5 +64,4 @@ def bisect(env: Environment, run_a: str, run_b: str, dry_run: bool, resume: bool
         print_json(env, bisect_json(result))
     else:
         emit(env, bisect_blocks(result))
-    if result.found is None:
-        finish(ExitCode.FAILED)
+    return ExitCode.FAILED if result.found is None else ExitCode.OK

@@ -18,23 +18,16 @@ from variantctl.exitcodes import ExitCode
 @json_option
 @pass_env
 def check(env: Environment, names: tuple[str, ...], all_: bool, connect: bool,
-          as_json: bool) -> None:
+          as_json: bool) -> int:
     """Predict startup failures of variants before launching them (non-zero on errors)."""
-    from variantctl.cli import finish
+    from variantctl.render.check import check_json, findings_blocks
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.check import check_variants
     from variantctl.variants.check import has_errors
 
     report = check_variants(env, names, all_=all_, connect=connect)
-    findings, selected = list(report.findings), report.selected
     if as_json:
-        from variantctl.cli.output import print_json
-
-        print_json(env, {"variants": list(selected), "predicted": report.predicted,
-                         "findings": [f.to_dict() for f in findings]})
+        print_json(env, check_json(report))
     else:
-        from variantctl.cli.output import emit
-        from variantctl.render.check import findings_blocks
-
-        emit(env, findings_blocks(findings, len(selected)))
-    if has_errors(findings):
-        finish(ExitCode.FAILED)
+        emit(env, findings_blocks(list(report.findings), len(report.selected)))
+    return ExitCode.FAILED if has_errors(report.findings) else ExitCode.OK

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from variantctl.cli.common import json_option, pass_env
 from variantctl.env import Environment
-from variantctl.exitcodes import ExitCode
-from variantctl.logs.expect import Mismatch
-from variantctl.logs.result import Result
-
-#: exit code per verdict kind; with several logs the most severe (first in this order) wins
-KIND_EXIT = {
-    "failed": ExitCode.FAILED,
-    "hang": ExitCode.HANG,
-    "unknown": ExitCode.UNKNOWN,
-    "warning": ExitCode.OK,
-    "ok": ExitCode.OK,
-}
-_SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
 
 
 @click.command("classify")
@@ -44,17 +30,17 @@ _SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
 @pass_env
 def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: bool,
              expect: str | None, sig_dirs: tuple[Path, ...], suggest: bool,
-             exited: bool | None) -> None:
+             exited: bool | None) -> int:
     """Name how each vLLM startup LOG ended, show the evidence and the effective config.
 
     Exit code: 0 ok, 1 failed (or --expect mismatches), 5 hang, 7 unknown; the worst wins.
     With --suggest: 0 (the suggestion is printed instead of the verdict).
     """
-    from variantctl.cli import finish
-    from variantctl.cli.output import emit, print_json
     from variantctl.logs.bounded import visible
+    from variantctl.logs.result import classify_exit_code
     from variantctl.project.loaded import Project
     from variantctl.render.classify import result_blocks, results_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.classify import ClassifyRequest, classify_logs
 
     def warn(text: str) -> None:
@@ -70,23 +56,11 @@ def classify(env: Environment, logs: tuple[Path, ...], as_json: bool, explain: b
             # YAML escapes control characters in the values it quotes
             env.stdout.print(c.suggestion, markup=False, highlight=False, end="",
                              soft_wrap=True)
-        return
+        return 0
     results = [(c.display, c.result, list(c.mismatches)) for c in done]
     if as_json:
         print_json(env, results_json(results, expect))
     else:
         emit(env, result_blocks(results, expect, explain=explain))
-    code = exit_code(results)
-    if code:
-        finish(code)
+    return classify_exit_code([(c.result, bool(c.mismatches)) for c in done])
 
-
-def exit_code(results: Sequence[tuple[str, Result, Sequence[Mismatch]]]) -> int:
-    """The most severe verdict's exit code; expectation mismatches count as a failure."""
-    if not results:
-        return ExitCode.OK
-    worst = min(results, key=lambda r: _SEVERITY.index(r[1].kind))[1].kind
-    code = int(KIND_EXIT[worst])
-    if code == ExitCode.OK and any(m for _, _, m in results):
-        return int(ExitCode.FAILED)
-    return code

@@ -8,8 +8,8 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from variantctl.cli.failure import JSON_OUTPUT
 from variantctl.env import Environment
+from variantctl.terminal.failure import JSON_OUTPUT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,6 +94,13 @@ class FiniteFloat(click.FloatRange):
         return super().convert(rv, param, ctx)
 
 
+def grace_option(help: str = "Seconds a server gets to exit on SIGTERM when it is stopped."
+                 ) -> Callable[[F], F]:
+    """``--grace S`` (default 10): how long a stopped server gets between TERM and KILL."""
+    return click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
+                        help=help)
+
+
 def watch_options(func: F) -> F:
     """``--timeout``, ``--stall``, ``--keep``, ``--grace``: how launch and watch wait and stop."""
     for option in reversed((
@@ -103,8 +110,7 @@ def watch_options(func: F) -> F:
                      help="Seconds without progress = hang."),
         click.option("--keep", is_flag=True,
                      help="Do not stop a failed, hung or timed-out server."),
-        click.option("--grace", type=FiniteFloat(min=0), default=10.0,
-                     show_default=True, help="Seconds between TERM and KILL when stopping."),
+        grace_option("Seconds between TERM and KILL when stopping."),
     )):
         func = option(func)
     return func

@@ -20,9 +20,9 @@ def compare(env: Environment, run_a: str, run_b: str, as_json: bool) -> None:
     output throughput, beside what differs between them: configuration, patches, host
     and environment, engine facts and benchmark parameters (ports and addresses apart).
     RUN_A and RUN_B are run ids or unique prefixes."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.compare import comparison_blocks, comparison_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import compare_runs
 
     result = compare_runs(Project(env), run_a, run_b)

@@ -19,7 +19,7 @@ def diff(env: Environment, a: str, b: str, fmt: str) -> None:
 
     changes = variant_changes(env, a, b)
     if fmt == "json":
-        from variantctl.cli.output import print_json
+        from variantctl.terminal.output import print_json
 
         print_json(env, {"a": a, "b": b, "changes": [c.to_dict() for c in changes]})
         return

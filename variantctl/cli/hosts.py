@@ -15,9 +15,9 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
     """List hosts (`variantctl hosts check` connects to them)."""
     if ctx.invoked_subcommand is not None:
         return
-    from variantctl.cli.output import print_json
     from variantctl.project.selection import all_hosts
     from variantctl.render.hosts import host_rows, hosts_table
+    from variantctl.terminal.output import print_json
 
     env = current_env(ctx)
     rows = host_rows(all_hosts(env))
@@ -36,12 +36,11 @@ def hosts(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @pass_env
 def check(env: Environment, names: tuple[str, ...], host: str | None, hosts_csv: str | None,
-          timeout: float, as_json: bool) -> None:
+          timeout: float, as_json: bool) -> int:
     """Reachability, Python version and GPU monitor of NAMES (default: every host), in parallel."""
-    from variantctl.cli import finish
-    from variantctl.cli.output import print_json
     from variantctl.exitcodes import ExitCode
     from variantctl.render.hosts import check_table
+    from variantctl.terminal.output import print_json
     from variantctl.usecases.hosts import check_hosts
 
     results = check_hosts(env, names, host, hosts_csv, timeout=timeout)
@@ -50,6 +49,5 @@ def check(env: Environment, names: tuple[str, ...], host: str | None, hosts_csv:
     else:
         env.stdout.print(check_table(results))
     if any(not r.reachable for r in results):
-        finish(ExitCode.UNREACHABLE)
-    if any(not r.ok for r in results):
-        finish(ExitCode.FAILED)
+        return ExitCode.UNREACHABLE
+    return ExitCode.FAILED if any(not r.ok for r in results) else ExitCode.OK

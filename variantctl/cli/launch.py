@@ -23,24 +23,17 @@ from variantctl.env import Environment
 def launch(env: Environment, variant: str, host: str | None, port: int | None,
            apply_patches: bool, force: bool, replace: bool, no_wait: bool,
            timeout: float | None, stall: float | None, keep: bool, grace: float,
-           as_json: bool) -> None:
+           as_json: bool) -> int:
     """Start VARIANT, watch its log and /health, and report ready/failed/hang/exited/timeout."""
-    from variantctl.cli import finish
-    from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.cli.launchui import ConsoleUI
     from variantctl.launch.core import LaunchOptions
     from variantctl.project.loaded import Project
+    from variantctl.terminal.launchview import ConsoleUI
     from variantctl.usecases.servers import LaunchRequest, launch
 
     opts = LaunchOptions(apply_patches=apply_patches, force=force, replace=replace,
                          wait=not no_wait, timeout=timeout, stall=stall, keep=keep, grace=grace)
-    ui = ConsoleUI(env, as_json=as_json)
-    try:
+    with ConsoleUI(env, as_json=as_json) as ui:
         result = launch(Project(env), LaunchRequest(variant, opts, host=host, port=port), ui)
-    finally:
-        ui.close()
-    code = launch_exit_code(result)
-    print_result(env, result, code, as_json=as_json, verdict_shown=ui.shown_verdict)
-    if code:
-        finish(code)
+    ui.finished(result)
+    return result.exit_code
 

@@ -18,14 +18,10 @@ def list_variants(env: Environment, tags: tuple[str, ...], as_json: bool) -> Non
 
     rows = catalog_rows(env, tags)
     if as_json:
-        from variantctl.cli.output import print_json
+        from variantctl.render.variant import list_json
+        from variantctl.terminal.output import print_json
 
-        print_json(env, {"variants": [
-            {"name": r.name, "extends": list(r.variant.parents), "changes": list(r.changes),
-             "requires": list(r.variant.requires), "tags": list(r.variant.tags),
-             "host": r.variant.host, "port": r.variant.port,
-             "description": r.variant.description}
-            for r in rows]})
+        print_json(env, list_json(rows))
         return
     if not rows:
         env.stderr.print("no variants" + (f" tagged {', '.join(tags)}" if tags else "")

@@ -15,35 +15,20 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def locate(env: Environment, module: str, host: str | None, hosts_csv: str | None,
-           as_json: bool) -> None:
+           as_json: bool) -> int:
     """List every copy of MODULE on the host Python's path with its sha256, and the one
     `import MODULE` would load (the seed's "confirm which path really runs")."""
-    from variantctl.cli import finish
-    from variantctl.cli.hostresults import print_host_errors, worst_exit_code
-    from variantctl.cli.output import emit, print_json
-    from variantctl.exitcodes import ExitCode
-    from variantctl.render.hosts import located_blocks
-    from variantctl.render.output import text
+    from variantctl.exitcodes import ExitCode, worst_exit_code
+    from variantctl.render.hosts import host_errors_blocks, locate_blocks, locate_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.hosts import locate_module
 
     outcomes = locate_module(env, module, host, hosts_csv)
     if as_json:
-        print_json(env, {"results": [o.value.to_json() for o in outcomes if o.value],
-                         "errors": [{"host": o.host.name, "error": o.error.to_json()}
-                                    for o in outcomes if o.error]})
-    codes: list[int] = []
-    for o in outcomes:
-        found = o.value
-        if found is None:
-            continue
-        if not found.copies:
-            codes.append(ExitCode.FAILED)
-            if not as_json:
-                emit(env, [text(f"{module} is not on the path of {found.python} on "
-                                f"{found.host}", err=True)])
-        elif not as_json:
-            emit(env, located_blocks(found))
-    codes += print_host_errors(env, [(o.host.name, o.error) for o in outcomes])
-    code = worst_exit_code(codes)
-    if code:
-        finish(code)
+        print_json(env, locate_json(outcomes))
+    else:
+        emit(env, locate_blocks(module, outcomes))
+    emit(env, host_errors_blocks((o.host.name, o.error) for o in outcomes))
+    # a host whose Python does not have the module at all: nothing to locate there
+    missing = [ExitCode.FAILED for o in outcomes if o.value and not o.value.copies]
+    return worst_exit_code(missing + [o.error.exit_code for o in outcomes if o.error])

@@ -17,33 +17,19 @@ def patch() -> None:
 @patch.command("list")
 @json_option
 @pass_env
-def list_(env: Environment, as_json: bool) -> None:
+def list_(env: Environment, as_json: bool) -> int:
     """Every patchset in the project; a broken file is reported with its file:line."""
-    from variantctl.cli import finish
-    from variantctl.config.patchsets import load_all_patchsets
-    from variantctl.patching.model import Patchset
+    from variantctl.exitcodes import ExitCode
+    from variantctl.render.patchsets import list_blocks, list_json
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.usecases.patching import list_patchsets
 
-    items = load_all_patchsets(env.patchsets_dir)
-    good = [p for p in items if isinstance(p, Patchset)]
-    bad = [p for p in items if not isinstance(p, Patchset)]
+    good, bad = list_patchsets(env)
     if as_json:
-        from variantctl.cli.output import print_json
-
-        print_json(env, {
-            "patchsets": [{"name": p.name, "description": p.description,
-                           "modules": list(p.modules), "operations": len(p.operations),
-                           "file": p.source} for p in good],
-            "errors": [{"file": e.source, "error": e.to_json()} for e in bad],
-        })
+        print_json(env, list_json(good, bad))
     else:
-        from variantctl.render.patchsets import patchsets_table
-
-        env.stdout.print(patchsets_table(good, env.patchsets_dir))
-        for e in bad:
-            env.stderr.print(f"error: {e.message}", markup=False, highlight=False,
-                             soft_wrap=True)
-    if bad:
-        finish(2)
+        emit(env, list_blocks(good, bad, env.patchsets_dir))
+    return ExitCode.USAGE if bad else ExitCode.OK
 
 
 @patch.command("show")
@@ -56,13 +42,13 @@ def show(env: Environment, name: str, as_json: bool) -> None:
 
     ps = load(env, name)
     if as_json:
-        from variantctl.cli.output import print_json
         from variantctl.render.patchsets import patchset_json
+        from variantctl.terminal.output import print_json
 
         print_json(env, patchset_json(ps))
         return
-    from variantctl.cli.output import emit
     from variantctl.render.patching import patchset_blocks
+    from variantctl.terminal.output import emit
 
     emit(env, patchset_blocks(ps))
 
@@ -73,19 +59,16 @@ def show(env: Environment, name: str, as_json: bool) -> None:
 @json_option
 @pass_env
 def diff(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
-         hosts_csv: str | None, as_json: bool) -> None:
+         hosts_csv: str | None, as_json: bool) -> int:
     """The unified diff `apply NAME` would write, per root (nothing is written)."""
-    from variantctl.cli import finish
     from variantctl.render.patchsets import diff_blocks, diff_json
     from variantctl.usecases.patching import PatchRequest, apply_patchset
 
     runs = apply_patchset(env, PatchRequest(name, host_name, hosts_csv, roots), dry_run=True)
-    code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
+    return render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: diff_json(env.cwd, r),
                            render=lambda r: diff_blocks(env.cwd, r),
                            exit_code=lambda r: r.exit_code)
-    if code:
-        finish(code)
 
 
 @patch.command("record")
@@ -131,11 +114,11 @@ def record(env: Environment, name: str, module: str, backup: str | None, from_pi
         from_pip=from_pip, check_releases=releases, check_against=check_against,
         description=description, force=force))
     if as_json:
-        from variantctl.cli.output import print_json
+        from variantctl.terminal.output import print_json
 
         print_json(env, report.to_json())
         return
-    from variantctl.cli.output import emit
     from variantctl.render.patchrecord import record_blocks
+    from variantctl.terminal.output import emit
 
     emit(env, record_blocks(env.cwd, report))

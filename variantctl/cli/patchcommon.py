@@ -52,9 +52,9 @@ def render_per_host(
     A host that failed is reported by the one per-host error path
     (render/hosts.host_error_blocks).
     """
-    from variantctl.cli.hostresults import worst_exit_code
-    from variantctl.cli.output import emit, print_json
-    from variantctl.render.hosts import per_host_blocks
+    from variantctl.exitcodes import worst_exit_code
+    from variantctl.render.hosts import per_host_blocks, per_host_json
+    from variantctl.terminal.output import emit, print_json
 
     if not multi:
         value = runs[0].value
@@ -64,15 +64,10 @@ def render_per_host(
         else:
             emit(env, render(value))
         return exit_code(value)
+    per_host = [(r.host, r.value, r.error) for r in runs]
     if as_json:
-        # one result per host, each the object the single-host command prints
-        print_json(env, {"hosts": [
-            {"host": r.host, "result": to_json(r.value) if r.value is not None else None,
-             "error": r.error.to_json() if r.error else None}
-            for r in runs
-        ]})
-    emit(env, per_host_blocks([(r.host, r.value, r.error) for r in runs], render,
-                              results=not as_json))
+        print_json(env, per_host_json(per_host, to_json))
+    emit(env, per_host_blocks(per_host, render, results=not as_json))
     return worst_exit_code(_code(r, exit_code) for r in runs)
 
 

@@ -25,22 +25,16 @@ from variantctl.env import Environment
 @pass_env
 def profile(env: Environment, run_id: str, trace: Path | None, as_json: bool) -> None:
     """Show the profile breakdown stored in RUN (an id or unique prefix)."""
-    from variantctl.bench.profile import trace_from_document, write_trace_file
-    from variantctl.cli.output import print_json
     from variantctl.render.profile import breakdown_tables
+    from variantctl.terminal.output import print_json
     from variantctl.usecases.runs import run_profile
 
-    got = run_profile(env, run_id)
-    stored = got.files
-    levels = [{"file": p.name, "level": lv.label, **(lv.breakdown or {})}
-              for p in stored for lv in p.levels]
+    got = run_profile(env, run_id, trace)
     if trace is not None:
-        merged = {"levels": [lv.to_json() for p in stored for lv in p.levels]}
-        write_trace_file(trace, trace_from_document(merged), "--trace")
         env.stderr.print(f"Chrome trace written {trace}", markup=False, highlight=False,
                          soft_wrap=True)
     if as_json:
-        print_json(env, {"run_id": got.run_id, "levels": levels})
+        print_json(env, {"run_id": got.run_id, "levels": got.levels})
         return
-    for table in breakdown_tables(got.variant, levels):
+    for table in breakdown_tables(got.variant, got.levels):
         env.stdout.print(table)

@@ -13,12 +13,12 @@ from variantctl.env import Environment
 @click.option("--hosts", "hosts", help="Comma-separated hosts, checked in parallel.")
 @json_option
 @pass_env
-def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> None:
+def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> int:
     """List running variants (stale records of dead servers are shown as `stale`)."""
-    from variantctl.cli import finish
-    from variantctl.cli.hostresults import print_host_errors, worst_exit_code
-    from variantctl.cli.output import emit, print_json
+    from variantctl.exitcodes import worst_exit_code
+    from variantctl.render.hosts import host_errors_blocks
     from variantctl.render.servers import ps_blocks, ps_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.servers import server_statuses
 
     outcomes = server_statuses(env, host, hosts)
@@ -26,6 +26,5 @@ def ps(env: Environment, host: str | None, hosts: str | None, as_json: bool) -> 
         print_json(env, ps_json(outcomes, env.now()))
     else:
         emit(env, ps_blocks(outcomes, env.now()))
-    code = worst_exit_code(print_host_errors(env, [(o.host.name, o.error) for o in outcomes]))
-    if code:
-        finish(code)
+    emit(env, host_errors_blocks((o.host.name, o.error) for o in outcomes))
+    return worst_exit_code(o.error.exit_code for o in outcomes if o.error)

@@ -39,9 +39,9 @@ def report(env: Environment, sources: tuple[str, ...], tune: str | None, fmt: st
     throughput per GPU vs per-user TPS; a roofline section for hosts that declare their
     GPU's peaks (hosts.yaml ``gpu:``). See docs/report.md.
     """
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import make_report
 
     _, written, summary = make_report(Project(env), sources, fmt, out, title, tune)

@@ -20,17 +20,14 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def rollback(env: Environment, name: str, roots: tuple[str, ...], host_name: str,
-             hosts_csv: str | None, force: bool, dry_run: bool, as_json: bool) -> None:
+             hosts_csv: str | None, force: bool, dry_run: bool, as_json: bool) -> int:
     """Restore every root's copy from its backup, only if it is still what apply wrote."""
-    from variantctl.cli import finish
     from variantctl.render.patching import report_blocks
     from variantctl.usecases.patching import PatchRequest, rollback_patchset
 
     runs = rollback_patchset(env, PatchRequest(name, host_name, hosts_csv, roots),
                              force=force, dry_run=dry_run)
-    code = render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
+    return render_per_host(env, runs, multi=bool(hosts_csv), as_json=as_json,
                            to_json=lambda r: r.to_json(),
                            render=lambda r: report_blocks(env.cwd, r),
                            exit_code=lambda r: r.exit_code)
-    if code:
-        finish(code)

@@ -23,9 +23,9 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
     if ctx.invoked_subcommand is not None:
         return
     from variantctl.cli.common import current_env
-    from variantctl.cli.output import emit, print_json_list
     from variantctl.render.output import Block, text
     from variantctl.render.runs import runs_table
+    from variantctl.terminal.output import emit, print_json_list
     from variantctl.usecases.runs import list_runs
 
     env = current_env(ctx)
@@ -46,17 +46,16 @@ def runs(ctx: click.Context, variant: str | None, verdict: str | None, as_json: 
 @pass_env
 def show(env: Environment, run_id: str, as_json: bool) -> None:
     """One run in full: verdict, evidence, facts, patches, benchmarks."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
     from variantctl.render.output import text
-    from variantctl.render.runs import run_lines
-    from variantctl.secretmask import masked_record
+    from variantctl.render.runs import run_json, run_lines
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import show_run
 
     rule = Project(env).secrets  # secrets in the record are shown masked
     d, rec = show_run(env, run_id)
     if as_json:
-        print_json(env, {"run": {"dir": str(d.path), **masked_record(rec.to_json(), rule)}})
+        print_json(env, run_json(d, rec, rule))
         return
     emit(env, [text(line) for line in run_lines(d, rec, rule)])
 
@@ -79,18 +78,16 @@ def show(env: Environment, run_id: str, as_json: bool) -> None:
 def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: str, per: str,
            out: Path, as_json: bool) -> None:
     """Stored runs as a table for a notebook or a spreadsheet (docs/report.md, "Export")."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
-    from variantctl.render.output import text
+    from variantctl.render.runs import export_blocks, export_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import export_runs
 
     done = export_runs(Project(env), run_ids, sweep, fmt=fmt, per=per, out=out)
     if as_json:
-        print_json(env, {"file": str(done.path), "format": done.format, "per": done.per,
-                         "rows": done.rows, "columns": list(done.columns)})
+        print_json(env, export_json(done))
         return
-    emit(env, [text(f"wrote {done.path}: {done.rows} rows ({done.per}), "
-                    f"{len(done.columns)} columns")])
+    emit(env, export_blocks(done))
 
 
 @click.command("import")
@@ -110,22 +107,16 @@ def export(env: Environment, run_ids: tuple[str, ...], sweep: str | None, fmt: s
 def import_run(env: Environment, file: Path, tool: str, variant: str | None,
             version: str | None, as_json: bool) -> None:
     """Another tool's result file as a run with its benchmark (docs/report.md, "Import")."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
-    from variantctl.render.output import text
+    from variantctl.render.runs import import_blocks, import_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import import_result
 
     done = import_result(Project(env), file, tool, variant, version)
-    imp = done.result.imported
     if as_json:
-        print_json(env, {"run_id": done.run.run_id, "dir": str(done.run.path),
-                         "bench_file": done.bench_file,
-                         "imported": imp.to_json() if imp else None,
-                         "levels": len(done.result.levels)})
+        print_json(env, import_json(done))
         return
-    emit(env, [text(f"imported {file} as run {done.run.run_id} "
-                    f"({done.record.variant_name}, {len(done.result.levels)} levels, "
-                    f"{imp.tool if imp else tool} {imp.version if imp else ''})")])
+    emit(env, import_blocks(done, file, tool))
 
 
 def _add_trend() -> None:

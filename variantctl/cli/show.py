@@ -16,20 +16,13 @@ from variantctl.env import Environment
 @pass_env
 def show(env: Environment, name: str, origin: bool, as_json: bool) -> None:
     """Show the resolved variant NAME (after inheritance)."""
-    from variantctl.usecases.variants import show_variant
+    from variantctl.render.variant import unmasked_blocks, variant_json, variant_table
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.usecases.variants import secrets_in, show_variant
 
     v, host = show_variant(env, name)
-    from variantctl.cli.render import say_secrets
-
-    say_secrets(env, v)
+    emit(env, unmasked_blocks(secrets_in(env, v)))
     if as_json:
-        from variantctl.cli.output import print_json
-
-        data = v.to_dict()
-        if origin:
-            data["origins"] = dict(v.origins)
-        print_json(env, data)
+        print_json(env, variant_json(v, origin=origin))
         return
-    from variantctl.render.variant import variant_table
-
     env.stdout.print(variant_table(v, host, origin=origin))

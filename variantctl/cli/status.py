@@ -19,7 +19,7 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name: str,
-           hosts_csv: str | None, as_json: bool, scan: bool) -> None:
+           hosts_csv: str | None, as_json: bool, scan: bool) -> int:
     """Show pristine/applied/partial/drifted per root and operation (all patchsets by default).
 
     Exit code 0 when every copy agrees, 3 when a copy is partial or drifted or the
@@ -27,46 +27,26 @@ def status(env: Environment, name: str | None, roots: tuple[str, ...], host_name
     one of whose modules exists in no root of the host (another vLLM layout, e.g. the
     V0 profile points on a V1 install) is listed as it is without failing the command.
     """
-    from variantctl.cli import finish
-    from variantctl.cli.hostresults import worst_exit_code
+    from variantctl.exitcodes import worst_exit_code
+    from variantctl.render.patching import status_blocks
+    from variantctl.usecases.patching import PatchRequest, absent, patch_status, scan_package
 
     if scan:
-        _scan(env, name or "vllm", roots, host_name, hosts_csv, as_json)
-        return
-    from variantctl.config.patchsets import patchset_names
+        from variantctl.render.scan import scan_blocks, scan_exit
 
-    names = [name] if name else patchset_names(env.patchsets_dir)
-    if not names:
-        from variantctl.errors import NotFoundError
-
-        raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
-                            hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
-    from variantctl.render.patching import status_blocks
-    from variantctl.usecases.patching import PatchRequest, absent, patch_status
-
-    runs = patch_status(env, PatchRequest(name or "", host_name, hosts_csv, roots), names)
-    code = render_per_host(
+        package = name or "vllm"
+        scanned = scan_package(env, package, PatchRequest(package, host_name, hosts_csv, roots))
+        return render_per_host(
+            env, scanned, multi=bool(hosts_csv), as_json=as_json,
+            to_json=lambda scans: {"roots": [s.to_json() for s in scans]},
+            render=lambda scans: scan_blocks(env.cwd, scans),
+            exit_code=scan_exit)
+    runs = patch_status(env, PatchRequest(name or "", host_name, hosts_csv, roots))
+    return render_per_host(
         env, runs, multi=bool(hosts_csv), as_json=as_json,
         to_json=lambda reports: {"reports": [r.to_json() for r in reports]},
         render=lambda reports: status_blocks(env.cwd, reports),
         exit_code=lambda reports: worst_exit_code(
             r.exit_code for r in reports if name or not absent(r)),
     )
-    if code:
-        finish(code)
 
-
-def _scan(env: Environment, package: str, roots: tuple[str, ...], host_name: str,
-          hosts_csv: str | None, as_json: bool) -> None:
-    from variantctl.cli import finish
-    from variantctl.render.scan import scan_blocks, scan_exit
-    from variantctl.usecases.patching import PatchRequest, scan_package
-
-    runs = scan_package(env, package, PatchRequest(package, host_name, hosts_csv, roots))
-    code = render_per_host(
-        env, runs, multi=bool(hosts_csv), as_json=as_json,
-        to_json=lambda scans: {"roots": [s.to_json() for s in scans]},
-        render=lambda scans: scan_blocks(env.cwd, scans),
-        exit_code=scan_exit)
-    if code:
-        finish(code)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -13,19 +13,17 @@ from variantctl.env import Environment
 @click.option("--all", "stop_all", is_flag=True, help="Stop every server variantctl started.")
 @click.option("--host", "host", help="Host the server runs on (default: the variant's host).")
 @click.option("--hosts", "hosts", help="Comma-separated hosts, in parallel.")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds between TERM and KILL.")
+@grace_option("Seconds between TERM and KILL.")
 @json_option
 @pass_env
 def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None,
-         hosts: str | None, grace: float, as_json: bool) -> None:
+         hosts: str | None, grace: float, as_json: bool) -> int:
     """Stop VARIANT (or --all) and check no process remains and the port is free."""
-    from variantctl.cli import finish
-    from variantctl.cli.hostresults import print_host_errors, worst_exit_code
-    from variantctl.cli.output import emit, print_json
     from variantctl.errors import VariantctlError
-    from variantctl.exitcodes import ExitCode
+    from variantctl.exitcodes import ExitCode, worst_exit_code
+    from variantctl.render.hosts import host_errors_blocks
     from variantctl.render.servers import stop_blocks, stops_json
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.servers import stop as stop_variant
 
     if bool(variant) == stop_all:
@@ -36,7 +34,5 @@ def stop(env: Environment, variant: str | None, stop_all: bool, host: str | None
     else:
         emit(env, stop_blocks(outcomes, variant))
     failed: list[int] = [ExitCode.FAILED for o in outcomes if any(not s.ok for s in o.value or [])]
-    code = worst_exit_code(
-        print_host_errors(env, [(o.host.name, o.error) for o in outcomes]) + failed)
-    if code:
-        finish(code)
+    emit(env, host_errors_blocks((o.host.name, o.error) for o in outcomes))
+    return worst_exit_code([o.error.exit_code for o in outcomes if o.error] + failed)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.cli.completion import sweep_names
 from variantctl.env import Environment
 
@@ -25,19 +25,17 @@ from variantctl.env import Environment
 @click.option("--include-predicted", is_flag=True,
               help="Also run the points the pre-flight rules predict to fail "
               "(the real outcome is recorded with its signature).")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
+@grace_option()
 @json_option
 @pass_env
 def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str | None,
-          include_predicted: bool, grace: float, as_json: bool) -> None:
+          include_predicted: bool, grace: float, as_json: bool) -> int:
     """Run a sweep file's grid: plan, launch, bench and stop every point, resumable."""
-    from variantctl.cli import finish
-    from variantctl.cli.output import emit, print_json
-    from variantctl.cli.sweepprogress import ProgressPrinter
     from variantctl.project.loaded import Project
     from variantctl.render import sweep as view
     from variantctl.sweeps.plan import Plan
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.terminal.sweepprogress import ProgressPrinter
     from variantctl.usecases.sweep import SweepRequest, plan_sweep, run_sweep
 
     req = SweepRequest(name, dry_run=dry_run, resume=resume, hosts=hosts,
@@ -49,7 +47,7 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
             print_json(env, {"plan": view.plan_json(plan, project.secrets), "dry_run": True})
         else:
             emit(env, view.plan_blocks(plan, dry_run=True, secrets=project.secrets))
-        return
+        return 0
 
     def start(plan: Plan) -> ProgressPrinter:
         if not as_json:
@@ -62,5 +60,4 @@ def sweep(env: Environment, name: str, dry_run: bool, resume: bool, hosts: str |
     else:
         emit(env, view.result_blocks(out.doc, str(out.path)))
         emit(env, view.host_error_blocks(sorted(out.host_errors.items())))
-    if out.exit_code:
-        finish(out.exit_code)
+    return out.exit_code

@@ -19,8 +19,8 @@ def trend(env: Environment, target: str, metric: str, as_json: bool) -> None:
     """A configuration's figure across its stored runs, in time order, with 95 % CIs; a
     change beyond the noise between consecutive runs is flagged with what changed
     (patches, vLLM version, host facts, configuration)."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.render.trend import trend_blocks
+    from variantctl.terminal.output import emit, print_json
     from variantctl.usecases.runs import trend_of
 
     result = trend_of(env, target, metric)

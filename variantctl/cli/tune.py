@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from variantctl.cli.common import FiniteFloat, json_option, pass_env
+from variantctl.cli.common import grace_option, json_option, pass_env
 from variantctl.env import Environment
 
 
@@ -22,46 +22,35 @@ from variantctl.env import Environment
               help="Continue the tune's interrupted run (Ctrl-C, a kill) within its "
               "budget, reusing every measurement it made; a plain rerun of an "
               "interrupted tune is refused.")
-@click.option("--grace", type=FiniteFloat(min=0), default=10.0, show_default=True,
-              help="Seconds a server gets to exit on SIGTERM when it is stopped.")
+@grace_option()
 @json_option
 @pass_env
 def tune(env: Environment, name: str, dry_run: bool, resume: bool, grace: float,
          as_json: bool) -> None:
     """Search tunes/NAME.yaml's space of settings of a variant for the best configuration
     under its objective (docs/tune.md)."""
-    from variantctl.cli.output import emit, print_json
     from variantctl.project.loaded import Project
-    from variantctl.render.output import text
-    from variantctl.render.tune import space_blocks
-    from variantctl.tune.preflight import plan_space
+    from variantctl.render.tune import notes_blocks, result_blocks, space_blocks, tune_json
+    from variantctl.sweeps.plan import Plan
+    from variantctl.terminal.output import emit, print_json
+    from variantctl.terminal.sweepprogress import ProgressPrinter
+    from variantctl.usecases.tune import plan_tune, run_tune
 
     project = Project(env)
-    spec = project.tune(name)
-    base = project.resolve(spec.variant)
-    plan = plan_space(spec, base, project.hosts, project.patchset_names)
-    if not dry_run:
-        from variantctl.cli.sweepprogress import ProgressPrinter
-        from variantctl.render.tune import result_blocks, tune_json
-        from variantctl.sweeps.plan import Plan
-        from variantctl.usecases.tune import run_tune
-
-        def start(batch: Plan) -> ProgressPrinter:  # each batch's points, as sweep shows
-            return ProgressPrinter(env, batch, env.clock)
-
-        outcome = run_tune(project, name, start, grace=grace, resume=resume)
-        doc = tune_json(outcome)
+    if dry_run:
+        plan = plan_tune(project, name)
         if as_json:
-            print_json(env, doc)
+            print_json(env, {"dry_run": True, "plan": plan.to_json()})
         else:
-            if outcome.stopped:
-                emit(env, [text("tune: stopped server(s) the interrupted run left: "
-                                + ", ".join(outcome.stopped), err=True)])
-            for host, err in outcome.host_errors.items():
-                emit(env, [text(f"tune: host {host}: {err.message}", err=True)])
-            emit(env, result_blocks(doc))
+            emit(env, space_blocks(plan))
         return
+
+    def start(batch: Plan) -> ProgressPrinter:  # each batch's points, as sweep shows
+        return ProgressPrinter(env, batch, env.clock)
+
+    outcome = run_tune(project, name, start, grace=grace, resume=resume)
+    doc = tune_json(outcome)
     if as_json:
-        print_json(env, {"dry_run": True, "plan": plan.to_json()})
+        print_json(env, doc)
     else:
-        emit(env, space_blocks(plan))
+        emit(env, notes_blocks(outcome) + result_blocks(doc))

@@ -16,22 +16,15 @@ from variantctl.env import Environment
 @json_option
 @pass_env
 def watch(env: Environment, variant: str, host: str | None, timeout: float | None,
-          stall: float | None, keep: bool, grace: float, as_json: bool) -> None:
+          stall: float | None, keep: bool, grace: float, as_json: bool) -> int:
     """Follow VARIANT's log from the start and report its verdict (like launch)."""
-    from variantctl.cli import finish
-    from variantctl.cli.launchresult import launch_exit_code, print_result
-    from variantctl.cli.launchui import ConsoleUI
     from variantctl.launch.core import LaunchOptions
     from variantctl.project.loaded import Project
+    from variantctl.terminal.launchview import ConsoleUI
     from variantctl.usecases.servers import LaunchRequest, launch
 
     opts = LaunchOptions(timeout=timeout, stall=stall, keep=keep, grace=grace)
-    ui = ConsoleUI(env, as_json=as_json)
-    try:
+    with ConsoleUI(env, as_json=as_json) as ui:
         result = launch(Project(env), LaunchRequest(variant, opts, host=host, attach=True), ui)
-    finally:
-        ui.close()
-    code = launch_exit_code(result)
-    print_result(env, result, code, as_json=as_json, verdict_shown=ui.shown_verdict)
-    if code:
-        finish(code)
+    ui.finished(result)
+    return result.exit_code

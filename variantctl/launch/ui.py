@@ -2,8 +2,8 @@
 
 The content is built by functions that return text (:func:`verdict_lines`,
 :func:`aftermath_lines`, :func:`progress_markup`); nothing here prints: the live
-progress display the CLI hands to launch is ``cli/launchui.ConsoleUI``, and
-``cli/launchresult.py`` prints the result once launch returns.
+progress display the CLI hands to launch is ``terminal/launchview.ConsoleUI``, which
+prints the result once launch returns (``ConsoleUI.finished``).
 """
 
 from __future__ import annotations

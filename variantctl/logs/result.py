@@ -5,10 +5,11 @@ See docs/classify.md for the schema; keys are only ever added, never renamed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from variantctl.exitcodes import ExitCode
 from variantctl.jsontypes import JsonObject
 from variantctl.logs.facts import Facts
 
@@ -110,3 +111,26 @@ class Result:
 
 #: a verdict returned while streaming has the same shape as a final result
 Verdict = Result
+
+
+#: exit code per verdict kind; with several logs the most severe (first in this order) wins
+KIND_EXIT = {
+    "failed": ExitCode.FAILED,
+    "hang": ExitCode.HANG,
+    "unknown": ExitCode.UNKNOWN,
+    "warning": ExitCode.OK,
+    "ok": ExitCode.OK,
+}
+_SEVERITY = ("failed", "hang", "unknown", "warning", "ok")
+
+
+def classify_exit_code(results: Sequence[tuple[Result, bool]]) -> int:
+    """``classify``'s exit code over ``(result, expectations mismatched)`` per log: the
+    most severe verdict's; expectation mismatches count as a failure."""
+    if not results:
+        return ExitCode.OK
+    worst = min(results, key=lambda r: _SEVERITY.index(r[0].kind))[0].kind
+    code = int(KIND_EXIT[worst])
+    if code == ExitCode.OK and any(mismatched for _, mismatched in results):
+        return int(ExitCode.FAILED)
+    return code

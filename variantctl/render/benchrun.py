@@ -1,5 +1,6 @@
-"""``bench``'s output around the result tables: each outcome as ``--json`` gives it,
-the profile breakdowns, and what went wrong per target (returns, never prints)."""
+"""``bench``'s output: the whole report (tables or ``--json``), each outcome as ``--json``
+gives it, the profile breakdowns, and what went wrong per target (returns, never
+prints)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,33 @@ from variantctl.render.output import Block
 
 if TYPE_CHECKING:
     from variantctl.bench.session import RunOutcome
+    from variantctl.usecases.bench import BenchReport
+
+
+def report_json(report: BenchReport) -> JsonObject:
+    """One target: its ``variantctl.bench/1`` object; several: ``{"results": [...],
+    "errors": [{"variant", "error"}]}`` (the README's --json convention)."""
+    docs = [outcome_json(o) for o in report.outcomes]
+    if len(docs) == 1 and not report.errors:
+        return docs[0]
+    return {"results": list(docs), "errors": [
+        {"variant": name, "error": exc.to_json()} for name, exc in report.errors]}
+
+
+def report_blocks(report: BenchReport, *, as_json: bool) -> list[Block]:
+    """The result tables, profile breakdowns and where each result was stored (not under
+    ``--json``, whose document holds them), then what went wrong (stderr, always)."""
+    from variantctl.render.bench import result_blocks
+
+    outcomes = report.outcomes
+    out: list[Block] = []
+    if outcomes and not as_json:
+        out += result_blocks([(o.label, o.result) for o in outcomes])
+        out += profile_blocks(outcomes)
+        out += [Block(f"{o.label}: stored {o.stored}", err=True, markup=False,
+                      highlight=False, soft_wrap=True)
+                for o in outcomes if o.stored is not None]
+    return out + trouble_blocks(outcomes)
 
 
 def outcome_json(o: RunOutcome) -> JsonObject:

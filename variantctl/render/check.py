@@ -6,10 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.render.output import Block
 
 if TYPE_CHECKING:
+    from variantctl.usecases.check import CheckReport
     from variantctl.variants.rules import Finding
+
+
+def check_json(report: CheckReport) -> JsonObject:
+    """``check --json``: the variants checked, the failure each is predicted to hit, and
+    every finding."""
+    return {"variants": list(report.selected), "predicted": report.predicted,
+            "findings": [f.to_dict() for f in report.findings]}
 
 
 def findings_blocks(findings: Sequence[Finding], count: int) -> list[Block]:

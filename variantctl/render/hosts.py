@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from variantctl.jsontypes import JsonObject
+from variantctl.jsontypes import Json, JsonObject
 from variantctl.render.output import Block, cell, error_lines
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from variantctl.errors import VariantctlError
     from variantctl.hostmodel import Host
+    from variantctl.targets.connect import HostOutcome
     from variantctl.targets.hostcheck import HostCheck
     from variantctl.targets.locate import Located
 
@@ -75,6 +76,30 @@ def located_blocks(found: Located) -> list[Block]:
     return out
 
 
+def locate_json(outcomes: Sequence[HostOutcome[Located]]) -> JsonObject:
+    """``locate --json``: each host's copies, and the hosts that failed."""
+    return {"results": [o.value.to_json() for o in outcomes if o.value],
+            "errors": [{"host": o.host.name, "error": o.error.to_json()}
+                       for o in outcomes if o.error]}
+
+
+def locate_blocks(module: str, outcomes: Sequence[HostOutcome[Located]]) -> list[Block]:
+    """``locate``: per host its copies, or that the module is not on its path (stderr)."""
+    from variantctl.render.output import text
+
+    out: list[Block] = []
+    for o in outcomes:
+        found = o.value
+        if found is None:
+            continue
+        if not found.copies:
+            out.append(text(f"{module} is not on the path of {found.python} on "
+                            f"{found.host}", err=True))
+        else:
+            out += located_blocks(found)
+    return out
+
+
 def host_error_blocks(host: str, error: VariantctlError) -> list[Block]:
     """``error: HOST: …`` (and its ``hint:``) for a host that failed.
 
@@ -86,6 +111,25 @@ def host_error_blocks(host: str, error: VariantctlError) -> list[Block]:
     if host != "local" and not message.startswith(f"{host}: "):
         message = f"{host}: {message}"
     return error_lines(message, error.hint)
+
+
+def host_errors_blocks(failed: Iterable[tuple[str, VariantctlError | None]]) -> list[Block]:
+    """The error lines of every ``(host, error)`` pair that has one: each failed host is
+    reported the same way by every ``--hosts`` command (``error:``/``hint:`` on stderr,
+    the host named)."""
+    return [b for host, error in failed if error is not None
+            for b in host_error_blocks(host, error)]
+
+
+def per_host_json(runs: Sequence[tuple[str, R | None, VariantctlError | None]],
+                  to_json: Callable[[R], Json]) -> JsonObject:
+    """``--hosts --json``: one result per host, each the object the single-host command
+    prints, or its error."""
+    return {"hosts": [
+        {"host": host, "result": to_json(value) if value is not None else None,
+         "error": error.to_json() if error else None}
+        for host, value, error in runs
+    ]}
 
 
 def per_host_blocks(runs: Sequence[tuple[str, R | None, VariantctlError | None]],

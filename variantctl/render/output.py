@@ -1,7 +1,7 @@
 """What renderers return: blocks of output, each saying which stream it belongs on.
 
 Renderers build these and never print; the CLI prints them in order
-(:func:`variantctl.cli.output.emit`). A report that puts its table on stdout and
+(:func:`variantctl.terminal.output.emit`). A report that puts its table on stdout and
 its problems on stderr is one list of blocks, so the interleaving a person sees on a
 terminal is decided here, once, not by the order of print calls in each command.
 """
@@ -52,7 +52,7 @@ def rich_line(line: str, *, err: bool = False) -> Block:
 
 def error_lines(message: str, hint: str | None) -> list[Block]:
     """``error: …`` and ``hint: …`` on stderr: the one form of every error line."""
-    # as cli/failure.report_error prints the error that ends a command (folded like it)
+    # as terminal/failure.report_error prints the error that ends a command (folded like it)
     # bounded too: a message can quote a server's error body or a file's value
     out = [Block(f"error: {clipped_lines(message)}", err=True, markup=False, highlight=False)]
     if hint:

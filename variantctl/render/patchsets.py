@@ -13,6 +13,7 @@ from variantctl.render.output import Block
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from variantctl.errors import ConfigError
     from variantctl.patching.model import Patchset
     from variantctl.patching.outcomes import RunReport
 
@@ -29,6 +30,24 @@ def patchsets_table(good: Sequence[Patchset], where: Path) -> Table:
         table.add_row(escape(p.name), escape(", ".join(p.modules)), str(len(p.operations)),
                       escape(p.description))
     return table
+
+
+def list_json(good: Sequence[Patchset], bad: Sequence[ConfigError]) -> JsonObject:
+    """``patch list --json``: every patchset, and every file that does not load."""
+    return {
+        "patchsets": [{"name": p.name, "description": p.description,
+                       "modules": list(p.modules), "operations": len(p.operations),
+                       "file": p.source} for p in good],
+        "errors": [{"file": e.source, "error": e.to_json()} for e in bad],
+    }
+
+
+def list_blocks(good: Sequence[Patchset], bad: Sequence[ConfigError], where: Path
+                ) -> list[Block]:
+    """``patch list``: the table, then each broken file's error (stderr, file:line)."""
+    return [Block(patchsets_table(good, where))] + [
+        Block(f"error: {e.message}", err=True, markup=False, highlight=False, soft_wrap=True)
+        for e in bad]
 
 
 def patchset_json(ps: Patchset) -> JsonObject:

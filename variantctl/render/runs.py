@@ -12,7 +12,14 @@ from variantctl.runs.store import RunDir
 from variantctl.secretmask import DEFAULT, SecretRule
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.table import Table
+
+    from variantctl.interop.export import Exported
+    from variantctl.interop.importrun import ImportedRun
+    from variantctl.jsontypes import JsonObject
+    from variantctl.render.output import Block
 
 def runs_table(rows: Sequence[dict[str, Any]]) -> Table:
     from rich.table import Table
@@ -76,3 +83,40 @@ def run_lines(d: RunDir, rec: RunRecord, secrets: SecretRule = DEFAULT) -> list[
         lines.append(f"log {d.path / rec.log_file}")
     # every line quotes a stored record (a log's message, facts, names): bounded, escaped
     return [clipped(line) for line in lines]
+
+
+def run_json(d: RunDir, rec: RunRecord, secrets: SecretRule) -> JsonObject:
+    """``runs show --json``: the run's directory and its record, secrets masked."""
+    from variantctl.secretmask import masked_record
+
+    return {"run": {"dir": str(d.path), **masked_record(rec.to_json(), secrets)}}
+
+
+def export_json(done: Exported) -> JsonObject:
+    """``runs export --json``: the file written and its shape."""
+    return {"file": str(done.path), "format": done.format, "per": done.per,
+            "rows": done.rows, "columns": list(done.columns)}
+
+
+def export_blocks(done: Exported) -> list[Block]:
+    from variantctl.render.output import text
+
+    return [text(f"wrote {done.path}: {done.rows} rows ({done.per}), "
+                 f"{len(done.columns)} columns")]
+
+
+def import_json(done: ImportedRun) -> JsonObject:
+    """``runs import --json``: the run made, its benchmark file and what it came from."""
+    imp = done.result.imported
+    return {"run_id": done.run.run_id, "dir": str(done.run.path),
+            "bench_file": done.bench_file, "imported": imp.to_json() if imp else None,
+            "levels": len(done.result.levels)}
+
+
+def import_blocks(done: ImportedRun, file: Path, tool: str) -> list[Block]:
+    from variantctl.render.output import text
+
+    imp = done.result.imported
+    return [text(f"imported {file} as run {done.run.run_id} "
+                 f"({done.record.variant_name}, {len(done.result.levels)} levels, "
+                 f"{imp.tool if imp else tool} {imp.version if imp else ''})")]

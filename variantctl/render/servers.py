@@ -1,7 +1,8 @@
 """Rendering of ps / stop results: rich tables for people, JSON for scripts.
 
 The functions return what to show; ``cli/ps.py`` and ``cli/stop.py`` print it, and
-print the hosts that failed through the one per-host error path (cli.hostresults).
+the hosts that failed through the one per-host error path
+(render/hosts.host_errors_blocks).
 """
 
 from __future__ import annotations

@@ -137,6 +137,18 @@ def result_blocks(doc: JsonMapping) -> list[Block]:
     return blocks
 
 
+def notes_blocks(outcome: TuneOutcome) -> list[Block]:
+    """Before the result (stderr): the servers an interrupted run left that were stopped,
+    and the hosts that failed."""
+    out = []
+    if outcome.stopped:
+        out.append(text("tune: stopped server(s) the interrupted run left: "
+                        + ", ".join(outcome.stopped), err=True))
+    out += [text(f"tune: host {host}: {err.message}", err=True)
+            for host, err in outcome.host_errors.items()]
+    return out
+
+
 def tune_json(outcome: TuneOutcome) -> JsonObject:
     """``tune --json``: the winner with its interval, the equivalent candidates, every
     trial, the launches, the best-so-far trace, the variant written and the verdict (the

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from variantctl.jsontypes import JsonObject
 from variantctl.logs.bounded import clipped
-from variantctl.render.output import cell
+from variantctl.render.output import Block, cell
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from rich.table import Table
 
@@ -130,3 +131,45 @@ def diff_table(a: str, b: str, changes: Sequence[Change]) -> Table:
         table.add_row(cell(group), cell(c.label), cell(format_value(c.old), 1000), Text("→"),
                       cell(format_value(c.new), 1000))
     return table
+
+
+def variant_json(v: ResolvedVariant, *, origin: bool) -> JsonObject:
+    """``show --json``: every field, with ``--origin`` the file:line that set each."""
+    data = v.to_dict()
+    if origin:
+        data["origins"] = dict(v.origins)
+    return data
+
+
+def launch_json(v: ResolvedVariant, host: Host) -> JsonObject:
+    """``render --format json``: what launch runs on ``host``, argv, environment, log and
+    script."""
+    from variantctl.variants.render import (
+        render_argv,
+        render_env,
+        render_log_path,
+        render_script,
+    )
+
+    return {"name": v.name, "host": host.name, "port": v.port,
+            "argv": render_argv(v, host), "env": render_env(v, host),
+            "log": render_log_path(v, host), "script": render_script(v, host)}
+
+
+def list_json(rows: Sequence[VariantRow]) -> JsonObject:
+    """``list --json``: per variant its parents, changes, requires, tags, host and port."""
+    return {"variants": [
+        {"name": r.name, "extends": list(r.variant.parents), "changes": list(r.changes),
+         "requires": list(r.variant.requires), "tags": list(r.variant.tags),
+         "host": r.variant.host, "port": r.variant.port,
+         "description": r.variant.description}
+        for r in rows]}
+
+
+def unmasked_blocks(secrets: Iterable[str]) -> list[Block]:
+    """``render`` and ``show`` print secrets unmasked (what launch runs): a note on
+    stderr naming them, when there are any."""
+    from variantctl.secretmask import unmasked_note
+
+    note = unmasked_note(secrets)
+    return [Block(note, err=True, markup=False, highlight=False)] if note else []

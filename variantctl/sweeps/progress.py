@@ -1,5 +1,5 @@
 """How far each host of a running sweep is: point i of N, and an ETA that learns from
-the points already done (the live progress lines' numbers; ``cli/sweepprogress.py``
+the points already done (the live progress lines' numbers; ``terminal/sweepprogress.py``
 prints them)."""
 
 from __future__ import annotations

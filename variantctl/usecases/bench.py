@@ -77,6 +77,66 @@ def check_prompt(prompt: str) -> None:
                               hint="a FILE holds one prompt per line or a JSON list")
 
 
+def bench_request(
+    variants: tuple[str, ...], host: str | None, url: str | None, *, endpoint: str,
+    model: str | None, concurrency: str | None, requests: int | None, duration: float | None,
+    prompt: str, prefix_len: int | None, prefixes: int, turns: int, input_len: int | None,
+    output_len: int | None, trace_speed: float, ignore_eos: bool, temperature: float,
+    seed: int, request_rate: str, ramp_up: str | None, ramp_start: float | None,
+    ramp_end: float | None, burstiness: float, search: str | None, slo: str | None,
+    slo_percentile: float, max_level: float, warmup: str, goodput: str | None, repeat: int,
+    until_ci: float | None, max_repeat: int | None, request_timeout: float, no_store: bool,
+    profile: bool, profile_trace: Path | None,
+) -> BenchRequest:
+    """``bench``'s options (as the CLI parsed them) checked together and made one request.
+
+    Every refusal is raised here, before any server is reached (exit 2).
+    """
+    from variantctl.benchparams import (
+        RATE_CAP_DEFAULT,
+        parse_concurrency,
+        parse_goodput,
+        parse_rates,
+        parse_url,
+    )
+
+    if bool(variants) == bool(url):
+        raise VariantctlError("give a VARIANT (or several) or --url, not both",
+                              hint="variantctl ps lists running variants")
+    if url is not None:
+        parse_url(url)  # before anything runs: exit 2 naming --url, never its password
+    if (profile or profile_trace) and url:
+        raise VariantctlError("--profile needs a VARIANT (its server's environment is set "
+                              "at launch), not --url")
+    if profile_trace and not profile:
+        raise VariantctlError("--profile-trace needs --profile")
+    if max_repeat is not None and until_ci is None:
+        raise VariantctlError("--max-repeat needs --until-ci (--repeat N runs exactly N)")
+    check_prompt(prompt)  # bad input is refused before any server is reached
+    rate, ladder = parse_rates(request_rate)
+    if search == "concurrency" and concurrency is not None:
+        raise VariantctlError("--search concurrency chooses the concurrency: no --concurrency",
+                              exit_code=ExitCode.USAGE)
+    if concurrency is None:  # under a rate, the concurrency is only a cap
+        capped = ladder or ramp_up or search == "rate"
+        concurrency = str(requests or RATE_CAP_DEFAULT) if capped else "1"
+    params = BenchParams(
+        endpoint=endpoint, model=model, prompt=prompt, input_len=input_len,
+        output_len=output_len or 128, output_len_set=output_len is not None,
+        trace_speed=trace_speed, ignore_eos=ignore_eos, temperature=temperature, seed=seed,
+        request_rate=rate, rate_ladder=ladder, ramp_up=ramp_up, ramp_start=ramp_start,
+        ramp_end=ramp_end, burstiness=burstiness, requests=requests,
+        duration=duration, warmup=warmup, goodput=parse_goodput(goodput) if goodput else {},
+        concurrency=parse_concurrency(concurrency), repeat=repeat, timeout_s=request_timeout,
+        prefix_len=prefix_len, prefixes=prefixes, turns=turns,
+        search=search, slo=parse_goodput(slo, "--slo") if slo else {},
+        slo_percentile=slo_percentile, max_level=max_level,
+        until_ci=until_ci, max_repeat=10 if max_repeat is None else max_repeat,
+    )
+    return BenchRequest(params, variants=variants, host=host, url=url, store=not no_store,
+                        profile=profile, profile_trace=profile_trace)
+
+
 def run_bench(project: Project, req: BenchRequest, ui: BenchUI) -> BenchReport:
     """Measure every target one after another; a single variant's error is raised."""
     started_at = project.env.now().isoformat()

@@ -17,6 +17,7 @@ from variantctl.env import Environment
 from variantctl.errors import VariantctlError
 
 if TYPE_CHECKING:
+    from variantctl.errors import ConfigError
     from variantctl.hostmodel import Host
     from variantctl.patching.model import Patchset
     from variantctl.patching.outcomes import RunReport
@@ -41,6 +42,17 @@ def load(env: Environment, name: str) -> Patchset:
     from variantctl.config.patchsets import load_patchset
 
     return load_patchset(env.patchsets_dir, name)
+
+
+def list_patchsets(env: Environment) -> tuple[list[Patchset], list[ConfigError]]:
+    """``patch list``: every patchset that loads, and the error of every file that does
+    not (reported with its file:line, not raised)."""
+    from variantctl.config.patchsets import load_all_patchsets
+    from variantctl.patching.model import Patchset
+
+    items = load_all_patchsets(env.patchsets_dir)
+    return ([p for p in items if isinstance(p, Patchset)],
+            [p for p in items if not isinstance(p, Patchset)])
 
 
 @contextmanager
@@ -163,13 +175,20 @@ def rollback_patchset(env: Environment, req: PatchRequest, *, force: bool,
                             now=env.now(), force=force, dry_run=dry_run))
 
 
-def patch_status(env: Environment, req: PatchRequest, names: Sequence[str]
-                 ) -> list[HostRun[list[RunReport]]]:
-    """``status``: each of the patchsets ``names`` on every host of ``req`` (the states
-    cached between runs in the project's cache directory)."""
+def patch_status(env: Environment, req: PatchRequest) -> list[HostRun[list[RunReport]]]:
+    """``status``: the patchset ``req.name`` (empty: every patchset of the project) on
+    every host of ``req`` (the states cached between runs in the project's cache
+    directory)."""
+    from variantctl.config.patchsets import patchset_names
     from variantctl.targets.patchrun import execute_status
     from variantctl.targets.statecache import JsonStateCache
 
+    names = [req.name] if req.name else patchset_names(env.patchsets_dir)
+    if not names:
+        from variantctl.errors import NotFoundError
+
+        raise NotFoundError(f"no patchsets in {env.patchsets_dir}",
+                            hint="add one as patchsets/NAME.yaml (see docs/patching.md)")
     patchsets = [load(env, n) for n in names]
     cache = JsonStateCache(env.cache_dir / "patch-status.json")
     runs = run_per_host(env, req.host_name, req.hosts_csv, req.roots, lambda host, target: [

@@ -97,9 +97,16 @@ class RunProfile:
     variant: str
     files: tuple[StoredProfile, ...]
 
+    @property
+    def levels(self) -> list[dict[str, Any]]:
+        """Every level of every file with its breakdown (what ``profile`` shows)."""
+        return [{"file": p.name, "level": lv.label, **(lv.breakdown or {})}
+                for p in self.files for lv in p.levels]
 
-def run_profile(env: Environment, run_id: str) -> RunProfile:
-    """Every profile file run ``run_id`` lists, read and validated."""
+
+def run_profile(env: Environment, run_id: str, trace: Path | None = None) -> RunProfile:
+    """Every profile file run ``run_id`` lists, read and validated; with ``trace``, their
+    events written there as one Chrome trace (the error names ``--trace``)."""
     from variantctl.errors import NotFoundError
     from variantctl.jsonfields import StoredFileError
     from variantctl.runs.store import RunStore
@@ -117,6 +124,11 @@ def run_profile(env: Environment, run_id: str) -> RunProfile:
             stored.append(store.read_profile(d.path, name))
         except FileNotFoundError:
             raise StoredFileError(f"{d.path / name}: missing (listed in run.json)") from None
+    if trace is not None:
+        from variantctl.bench.profile import trace_from_document, write_trace_file
+
+        merged = {"levels": [lv.to_json() for p in stored for lv in p.levels]}
+        write_trace_file(trace, trace_from_document(merged), "--trace")
     return RunProfile(d.run_id, d.variant, tuple(stored))
 
 

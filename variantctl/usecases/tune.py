@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from variantctl.sweeps.executor import SweepUI
     from variantctl.sweeps.model import GridValue, SweepSpec
     from variantctl.sweeps.plan import Plan
+    from variantctl.tune.preflight import SpacePlan
     from variantctl.tune.search import SearchLog
     from variantctl.tune.verdict import Recommendation, Verdict
     from variantctl.variants.model import ResolvedVariant
@@ -240,6 +241,16 @@ def check_resume(spec: TuneSpec, state: Mapping[str, object] | None, *, resume: 
             exit_code=ExitCode.CONFLICT)
     rounds = state.get("rounds")
     return rounds if isinstance(rounds, int) and rounds >= 0 else 0
+
+
+def plan_tune(project: Project, name: str) -> SpacePlan:
+    """``tune --dry-run``: tunes/NAME.yaml's space checked with the pre-flight rules
+    against its variant (what they prune, the sampler, the budget); nothing launched."""
+    from variantctl.tune.preflight import plan_space
+
+    spec = project.tune(name)
+    return plan_space(spec, project.resolve(spec.variant), project.hosts,
+                      project.patchset_names)
 
 
 def run_tune(project: Project, name: str, start: Callable[[Plan], SweepUI], *,

@@ -69,6 +69,17 @@ def placed_variant(env: Environment, name: str, host: str | None, port: int | No
     return v, get_host(catalog.hosts, v.host)
 
 
+def secrets_in(env: Environment, v: ResolvedVariant) -> list[str]:
+    """The secrets (by the project's rule) among ``v``'s environment, arguments and its
+    host's environment: ``render`` and ``show`` print them as launch passes them."""
+    from variantctl.project.loaded import Project
+
+    project = Project(env)
+    host = project.hosts.get(v.host)
+    names = [*v.env, *v.args, *(host.env if host is not None else ())]
+    return project.secrets.names_in(names)
+
+
 def variant_changes(env: Environment, a: str, b: str) -> list[Change]:
     """What changes from variant ``a`` to variant ``b``, grouped."""
     from variantctl.config.variants import load_catalog

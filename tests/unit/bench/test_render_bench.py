@@ -14,9 +14,9 @@ from variantctl.bench.metrics import compute
 from variantctl.bench.model import BenchResult, LevelResult, RequestResult, Target
 from variantctl.bench.runner import LiveProgress
 from variantctl.benchparams import BenchParams
-from variantctl.cli.benchview import LiveView
-from variantctl.cli.output import emit
 from variantctl.render.bench import result_blocks
+from variantctl.terminal.benchview import LiveView
+from variantctl.terminal.output import emit
 
 
 def _req(i: int, start: float, ttft: float, latency: float, tokens: int) -> RequestResult:

@@ -126,7 +126,7 @@ def test_sweep_results_profile_tables_and_host_errors_are_filtered() -> None:
 def test_sweep_progress_details_and_notes_are_filtered(tmp_path: Path) -> None:
     from tests.conftest import make_env
     from tests.unit.sweeps.test_executor import plan_on
-    from variantctl.cli.sweepprogress import ProgressPrinter
+    from variantctl.terminal.sweepprogress import ProgressPrinter
 
     plan, _ = plan_on(["h1"], 1, tmp_path)
     env = make_env(None, tmp_path)

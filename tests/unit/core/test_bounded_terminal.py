@@ -63,7 +63,7 @@ def test_clipped_is_escaped_bounded_and_says_what_it_cut() -> None:
 def test_an_error_message_quoting_a_server_is_bounded(run_cli: Run) -> None:
     blocks = error_lines(f"server said: {HOSTILE}", f"hint {HOSTILE}")
     _safe(_printed(*(b.body for b in blocks)))
-    from variantctl.cli.failure import report_error
+    from variantctl.terminal.failure import report_error
 
     err = io.StringIO()
     import contextlib

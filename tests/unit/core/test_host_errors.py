@@ -16,8 +16,7 @@ import pytest
 
 from tests.conftest import REPO, CliResult
 from tests.support.sshd import free_port
-from variantctl.cli.hostresults import worst_exit_code
-from variantctl.exitcodes import ExitCode
+from variantctl.exitcodes import ExitCode, worst_exit_code
 
 Run = Callable[..., CliResult]
 BEFORE = REPO / "tests" / "fixtures" / "patching" / "eager_allreduce" / "v062_model_config"

@@ -17,7 +17,7 @@ PKG = REPO / "variantctl"
 MODULES = [*sorted(str(p.relative_to(PKG)) for p in (PKG / "render").glob("*.py")
                    if p.name != "__init__.py"), "launch/ui.py", "launch/logs.py"]
 #: (module, top-level name) allowed to print
-#: (none: the live progress display launch reports to is the CLI's, cli/launchui.py)
+#: (none: the live progress display launch reports to is the CLI's, terminal/launchview.py)
 ALLOWED: set[tuple[str, str]] = set()
 PRINTING = {"print", "rule", "status", "log", "write", "flush", "echo"}
 CONSOLES = {"Environment", "Console"}

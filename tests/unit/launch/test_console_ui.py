@@ -13,8 +13,8 @@ from rich.console import Console
 
 from tests.conftest import make_env
 from tests.unit.bench.test_render_bench import Tty
-from variantctl.cli.launchui import ConsoleUI
 from variantctl.launch.watch import Progress
+from variantctl.terminal.launchview import ConsoleUI
 
 
 def _feed(ui: ConsoleUI) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tests.conftest import make_env
 from tests.unit.sweeps.test_executor import plan_on
-from variantctl.cli.sweepprogress import ProgressPrinter
 from variantctl.render.sweep import duration, result_blocks
 from variantctl.runs.sweepstate import SWEEP_SCHEMA, SweepDoc
+from variantctl.terminal.sweepprogress import ProgressPrinter
 
 
 class Clock:

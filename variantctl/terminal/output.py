@@ -1,4 +1,5 @@
-"""Where rendered output is printed: the CLI is the only place that prints."""
+"""Where rendered output is printed: the CLI (its commands and this terminal package) is
+the only place that prints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live progress of ``sweep`` and ``bisect`` on stderr: one line per phase change,
+"""The live progress of ``sweep``, ``bisect`` and ``tune`` on stderr: one line per phase change,
 point i/N per host, an ETA that learns from the points already done
 (:class:`variantctl.sweeps.progress.HostProgress`)."""
 

@@ -16,7 +16,11 @@ from variantctl.jsontypes import JsonObject
 if TYPE_CHECKING:
     from variantctl.env import Environment
 
-#: whether the running command was given --json (set by the option's callback)
+#: True once the running command's ``--json`` (or ``--format json``) has been parsed
+#: (``cli.common.json_option``). A context variable rather than an Environment field
+#: because the error that ends a command is printed by ``cli.run`` after click has
+#: let go of the context (and, in a real process, of the Environment it built). Here,
+#: not in cli.common, so that ``variantctl --help`` imports no more than before.
 JSON_OUTPUT: ContextVar[bool] = ContextVar("variantctl_json_output", default=False)
 
 
@@ -55,6 +59,26 @@ def report_error(exc: VariantctlError, env: Environment | None = None) -> int:
     _echo_err(env, f"error: {clipped_lines(exc.message)}")
     if exc.hint:
         _echo_err(env, f"hint: {clipped_lines(exc.hint)}")
+    return exc.exit_code
+
+
+def report_click_error(exc: click.ClickException, env: Environment | None, *,
+                       as_json: bool) -> int:
+    """Print an error click raised (bad usage, a bad option value); return its exit code.
+
+    click's own ``Error: …`` line on stderr; with ``as_json`` also the ``{"error": …}``
+    document holding the same message (a usage error for exit 2).
+    """
+    if as_json:
+        from variantctl.errors import KIND_BY_EXIT_CODE
+
+        print_json_error(env, {"kind": KIND_BY_EXIT_CODE.get(exc.exit_code, "usage"),
+                               "message": exc.format_message(), "hint": None,
+                               "where": None})
+    if env is None:
+        exc.show()
+    else:
+        env.stderr.print(f"Error: {exc.format_message()}", markup=False, highlight=False)
     return exc.exit_code
 
 

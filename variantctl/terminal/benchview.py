@@ -1,5 +1,6 @@
-"""The live progress line of ``variantctl bench`` (the CLI's display, like launch's
-ConsoleUI): requests done, tokens/s now, elapsed."""
+"""The live progress line of ``variantctl bench`` (the display the command hands to
+:func:`variantctl.usecases.bench.run_bench`, like launch's ConsoleUI): requests done,
+tokens/s now, elapsed; and the use case's notes and per-variant errors on stderr."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from rich.live import Live
 
     from variantctl.bench.runner import LiveProgress
+    from variantctl.errors import VariantctlError
 
 
 class LiveView:
@@ -55,6 +57,16 @@ class LiveView:
     def note(self, text: str) -> None:
         self.done()
         self.env.stderr.print(text, markup=False, highlight=False)
+
+    def say(self, text: str) -> None:
+        """A line on its own (what was stored, exported), outside the live line."""
+        self.env.stderr.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def error(self, variant: str, exc: VariantctlError) -> None:
+        """One of several variants could not be measured; the others still run."""
+        self.say(f"error: {exc.message}")
+        if exc.hint:
+            self.say(f"hint: {exc.hint}")
 
     def done(self) -> None:
         """The level ended: its last progress as one line (off a terminal)."""

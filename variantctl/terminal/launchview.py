@@ -1,6 +1,7 @@
-"""The live display of a launch: the ``LaunchUI`` the ``launch`` and ``watch`` commands
+"""The display of a launch: the ``LaunchUI`` the ``launch`` and ``watch`` commands
 hand to :func:`variantctl.launch.core.launch_variant` (the library reports to it and
-never prints itself); the text comes from ``launch/ui.py``."""
+never prints itself), and the finished launch it prints once launch returns; the text
+comes from ``launch/ui.py``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ from typing import TYPE_CHECKING
 
 from variantctl.env import Environment, redraws
 from variantctl.launch.core import LaunchResult
-from variantctl.launch.ui import phase_line, progress_markup, verdict_lines
+from variantctl.launch.ui import (
+    aftermath_lines,
+    phase_line,
+    progress_markup,
+    result_json,
+    verdict_lines,
+)
 from variantctl.launch.watch import Progress
 from variantctl.logs.bounded import visible_lines
+from variantctl.render.output import text
+from variantctl.terminal.output import emit, print_json
 
 if TYPE_CHECKING:
     from rich.status import Status
@@ -27,6 +36,23 @@ class ConsoleUI:
         self._status: Status | None = None
         self._phase: str | None = None
         self.shown_verdict = False
+
+    def __enter__(self) -> ConsoleUI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def finished(self, result: LaunchResult) -> None:
+        """Everything about a finished launch (the verdict part unless :meth:`decided`
+        showed it). Its exit code, part of the JSON, is the verdict's own mapping
+        (:meth:`variantctl.logs.verdict.VerdictKind.exit_code`): ready with every
+        expectation met 0, a hang 5, a timeout 6, anything else that ended badly 1."""
+        if self.as_json:
+            print_json(self.env, result_json(result, result.exit_code))
+            return
+        lines = [] if self.shown_verdict else verdict_lines(result)
+        emit(self.env, [text(line) for line in lines + aftermath_lines(result)])
 
     def decided(self, result: LaunchResult) -> None:
         """Print the verdict the moment it is known (stopping the server comes after)."""
