@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
     from matplotlib.typing import LineStyleType
     from numpy.typing import NDArray
 
@@ -66,9 +67,13 @@ def _bars(err: tuple[tuple[float, float], ...], n: int) -> list[list[float]] | N
 
 
 #: matplotlib's ten colours repeat from the eleventh series on: the marker changes with
-#: each round of ten and the line style with each hundred, so 400 series all look apart
+#: each round of ten, the markers are hollow in the second hundred and the line style
+#: changes with each two hundred, so 200 series' markers (the Pareto plot draws no
+#: lines) and 800 series' lines all look apart
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _STYLES = ("-", "--", ":", "-.")
+#: how many series tell apart by colour, marker and fill alone
+_BY_MARKER = 200
 #: a legend of at most this many entries sits inside the axes; a longer one goes below
 #: them, in columns, and the figure grows to hold it (200 entries hid the plot before)
 _INSIDE = 10
@@ -79,9 +84,22 @@ _CAPSIZE = 3.0  # points, as errorbar's capsize
 _TICKS = 20
 
 
-def _look(i: int) -> tuple[str, str, str]:
-    """Series ``i``'s colour, marker and line style."""
-    return f"C{i % 10}", _MARKERS[i // 10 % len(_MARKERS)], _STYLES[i // 100 % len(_STYLES)]
+@dataclass(frozen=True)
+class _Look:
+    colour: str
+    marker: str
+    hollow: bool
+    style: str
+
+    @property
+    def face(self) -> str:
+        return "none" if self.hollow else self.colour
+
+
+def _look(i: int) -> _Look:
+    """Series ``i``'s colour, marker, fill and line style."""
+    return _Look(f"C{i % 10}", _MARKERS[i // 10 % len(_MARKERS)], i // 100 % 2 == 1,
+                 _STYLES[i // _BY_MARKER % len(_STYLES)])
 
 
 def _error_bars(ax: Axes, plot: PlotData, vertical: bool) -> None:
@@ -99,7 +117,7 @@ def _error_bars(ax: Axes, plot: PlotData, vertical: bool) -> None:
         bars = _bars(line.yerr if vertical else line.xerr, len(line.xs))
         if bars is None:
             continue
-        colour = _look(i)[0]
+        colour = _look(i).colour
         for x, y, below, above in zip(line.xs, line.ys, bars[0], bars[1], strict=True):
             ends = [(x, y - below), (x, y + above)] if vertical else \
                 [(x - below, y), (x + above, y)]
@@ -125,13 +143,16 @@ def render_png(plot: PlotData) -> bytes:
 
     fig = Figure(figsize=(_WIDTH, _HEIGHT), dpi=_DPI)
     ax = fig.add_subplot()
+    fronts: list[Line2D] = []
     # the bars first: every series' line and markers are drawn over them
     _error_bars(ax, plot, vertical=True)
     _error_bars(ax, plot, vertical=False)
     for i, line in enumerate(plot.lines):
-        colour, marker, style = _look(i)
-        ax.plot(line.xs, line.ys, color=colour, marker=marker, markersize=6,
-                linestyle="none" if plot.pareto else style, label=line.label)
+        look = _look(i)
+        ax.plot(line.xs, line.ys, color=look.colour, marker=look.marker, markersize=6,
+                markerfacecolor=look.face,
+                linestyle="none" if plot.pareto else cast("LineStyleType", look.style),
+                label=line.label)
     if plot.pareto:
         # a note repeated at the same point (runs that measured alike) is drawn once:
         # the same pixels, and 200 copies of one run drew 400 texts
@@ -143,8 +164,8 @@ def render_png(plot: PlotData) -> bytes:
         front = pareto_front([(x, y) for ln in plot.lines for x, y in zip(ln.xs, ln.ys,
                                                                           strict=True)])
         if len(front) > 1:
-            ax.plot([p[0] for p in front], [p[1] for p in front], linestyle="--",
-                    color="grey", label="Pareto front")
+            fronts = ax.plot([p[0] for p in front], [p[1] for p in front], linestyle="--",
+                             color="grey", label="Pareto front")
     else:
         if plot.logx:
             ax.set_xscale("log", base=2)
@@ -164,25 +185,28 @@ def render_png(plot: PlotData) -> bytes:
             ax.legend(fontsize=8)
         _tight(fig)
     else:
-        _legend_below(fig, ax)
+        if fronts:  # the front's entry in the axes, the series' below them
+            ax.legend(handles=fronts, fontsize=8, loc="lower left")
+        _legend_below(fig, plot)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
 
 
-#: a legend entry as drawn: label, colour, marker, line style
-_Entry = tuple[str, str, str, str]
+#: a legend entry as drawn: label, its series' look, the handle's line style
+_Entry = tuple[str, _Look, str]
 
 
-def _legend_below(fig: Figure, ax: Axes) -> None:
-    """The legend under the axes, centred; the figure grows by its height (and to its
-    width, should a column of 120-character labels be wider)."""
-    from matplotlib.colors import to_hex
-    from matplotlib.lines import Line2D
+def _legend_below(fig: Figure, plot: PlotData) -> None:
+    """The series' legend under the axes, centred; the figure grows by its height (and to
+    its width, should a column of 120-character labels be wider).
 
-    entries = tuple((label, to_hex(h.get_color()), str(h.get_marker()), str(h.get_linestyle()))
-                    for h, label in zip(*ax.get_legend_handles_labels(), strict=True)
-                    if isinstance(h, Line2D))
+    Its handles are the markers alone while colour, marker and fill tell every series
+    apart (up to 200): the plots vs concurrency and the Pareto plot (markers only) then
+    share one legend, drawn once."""
+    by_marker = len(plot.lines) <= _BY_MARKER
+    entries = tuple((line.label, look, "none" if plot.pareto or by_marker else look.style)
+                    for i, line in enumerate(plot.lines) for look in (_look(i),))
     image = _legend_image(entries)
     rows, cols = image.shape[0], image.shape[1]
     gap = 10  # pixels between the axes' labels and the legend
@@ -205,9 +229,9 @@ def _legend_image(entries: tuple[_Entry, ...]) -> NDArray[np.uint8]:
     from matplotlib.lines import Line2D
 
     fig = Figure(figsize=(_WIDTH, _HEIGHT), dpi=_DPI)
-    handles = [Line2D([], [], color=colour, marker=marker, markersize=6,
-                      linestyle=cast("LineStyleType", style))
-               for _, colour, marker, style in entries]
+    handles = [Line2D([], [], color=look.colour, marker=look.marker, markersize=6,
+                      markerfacecolor=look.face, linestyle=cast("LineStyleType", style))
+               for _, look, style in entries]
     labels = [label for label, *_ in entries]
     longest = max(len(label) for label in labels)
     # a first guess from the longest label at 7 points (about 4 points a character, plus
