@@ -72,7 +72,7 @@ def _bars(err: tuple[tuple[float, float], ...], n: int) -> list[list[float]] | N
 #: lines) and 800 series' lines all look apart
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _STYLES = ("-", "--", ":", "-.")
-#: how many series tell apart by colour, marker and fill alone
+#: how many series colour, marker and fill alone tell apart
 _BY_MARKER = 200
 #: a legend of at most this many entries sits inside the axes; a longer one goes below
 #: them, in columns, and the figure grows to hold it (200 entries hid the plot before)
@@ -221,9 +221,9 @@ def _legend_below(fig: Figure, plot: PlotData) -> None:
 @functools.lru_cache(maxsize=4)
 def _legend_image(entries: tuple[_Entry, ...]) -> NDArray[np.uint8]:
     """The legend of ``entries`` as RGBA pixels, in as many columns as the figure's width
-    holds. Drawn once for every figure that has the same series: a report's four plots
-    vs concurrency share one legend, and 200 entries cost more to lay out and draw than
-    the rest of a figure."""
+    holds. Drawn once for every figure that has the same series (a report's plots vs
+    concurrency and its Pareto plot share one): 200 entries cost more to lay out and
+    draw than the rest of a figure."""
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
