@@ -23,9 +23,9 @@ the bootstrap of the relative difference over requests (:mod:`variantctl.bench.s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from variantctl.bench import stats
 from variantctl.bench.metrics import BURST_FIGURES, NOT_MEASURABLE, burst_point, percentile
@@ -66,6 +66,52 @@ def _samples(requests: Sequence[RequestResult]) -> list[_Sample]:
     return out
 
 
+class _PointSamples(list[_Sample]):
+    """A point's samples, with the numpy columns its bootstraps read made once (a trend
+    bootstraps each point three times: its interval, and the tests against the runs
+    before and after it). Read-only by convention: the columns are not remade."""
+
+    def __init__(self, samples: Iterable[_Sample]):
+        super().__init__(samples)
+        self.columns: dict[str, NDArray[Any]] = {}
+
+
+#: the last few points' samples, by the identity of their levels' request tuples (kept
+#: here, so an id is not reused while its entry lives): a trend asks for each point's
+#: three times in a row, and each time they cost a pass over every request
+_POINT_SAMPLES: list[tuple[tuple[tuple[RequestResult, ...], ...], _PointSamples]] = []
+
+
+def _point_samples(levels: Sequence[LevelResult]) -> list[_Sample]:
+    """The samples of the requests of every level of a point, in order."""
+    key = tuple(lv.requests for lv in levels)
+    if not all(type(reqs) is tuple for reqs in key):  # a list could change: not kept
+        return [s for reqs in key for s in _samples(reqs)]
+    for kept, samples in _POINT_SAMPLES:
+        if len(kept) == len(key) and all(a is b for a, b in zip(kept, key, strict=True)):
+            return samples
+    made = _PointSamples(s for reqs in key for s in _samples(reqs))
+    _POINT_SAMPLES.insert(0, (key, made))
+    del _POINT_SAMPLES[4:]
+    return made
+
+
+def _column(sample: Sequence[_Sample], field: str, dtype: type[Any]) -> NDArray[Any]:
+    """``field`` of every sample as a numpy array (None: NaN), made once for a point's
+    samples."""
+    import numpy as np
+
+    columns = sample.columns if isinstance(sample, _PointSamples) else None
+    if columns is not None and field in columns:
+        return columns[field]
+    values = (getattr(s, field) for s in sample)
+    column = np.array([math.nan if v is None else v for v in values], dtype=dtype)
+    if columns is not None:
+        column.flags.writeable = False
+        columns[field] = column
+    return column
+
+
 class _FieldStat:
     """The mean or a percentile of one field over the requests that have it (None when
     none has), on one sample or, with :meth:`many`, on every bootstrap resample at once
@@ -85,8 +131,7 @@ class _FieldStat:
     def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
         import numpy as np
 
-        column = np.array([math.nan if v is None else v
-                           for v in (getattr(s, self.field) for s in sample)], dtype=np.float64)
+        column = _column(sample, self.field, np.float64)
         values = column[picks]
         have = ~np.isnan(values)
         count = have.sum(axis=1)
@@ -219,8 +264,8 @@ class _Throughput:
     def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
         import numpy as np
 
-        e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)
-        tokens = stats.int_sums(np.array([s.tokens for s in sample], dtype=np.int64), picks)
+        e2el = _column(sample, "e2el_s", np.float64)
+        tokens = stats.int_sums(_column(sample, "tokens", np.int64), picks)
         sums = stats.exact_sums(e2el, picks)
         ok = sums > 0
         out = self.in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
@@ -251,7 +296,7 @@ def point_intervals(levels: Sequence[LevelResult], metrics: Sequence[str] | None
     out: dict[str, FigureCI] = {}
     if not levels:
         return out
-    samples = [s for lv in levels for s in _samples(lv.requests)]
+    samples = _point_samples(levels)
     if len(levels) >= MIN_REPEATS and not by_requests:
         for name in names:
             values = [v for v in (HEADLINES[name].of_level(lv) for lv in levels)
@@ -353,8 +398,7 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
     else:
         ci_a = point_intervals(a_lv, names, seed=seed)
         ci_b = point_intervals(b_lv, names, seed=seed)
-    sa = [s for lv in a_lv for s in _samples(lv.requests)]
-    sb = [s for lv in b_lv for s in _samples(lv.requests)]
+    sa, sb = _point_samples(a_lv), _point_samples(b_lv)
     out = []
     for name in names:
         fa, fb = ci_a.get(name), ci_b.get(name)
