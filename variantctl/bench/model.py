@@ -127,9 +127,9 @@ class RequestResult:
         )
 
 
-_INT_FIELDS = ("prompt_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
-_INT: set[type] = {int}
 _FLOAT: set[type] = {float}
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _request_as_written(d: Mapping[str, Any]) -> RequestResult | None:
@@ -140,19 +140,27 @@ def _request_as_written(d: Mapping[str, Any]) -> RequestResult | None:
     g: Callable[[str], Any] = d.get  # what json.loads gave; checked below
     index, ok, offsets = g("index"), g("ok"), g("chunk_offsets_s")
     start, queue, ttft, latency = g("start_s"), g("queue_s"), g("ttft_s"), g("latency_s")
+    prompt, output = g("prompt_tokens"), g("output_tokens")
+    cached, reasoning = g("cached_tokens"), g("reasoning_tokens")
     usage, error, detail = g("usage_seen"), g("error"), g("error_detail")
-    ints = [g(k) for k in _INT_FIELDS]
-    # the types of the fields, compared at once (map and set run in C)
-    if not ({*map(type, ints), type(index)} == _INT
-            and {type(start), type(queue), type(ttft), type(latency)} == _FLOAT
-            and type(ok) is bool and type(usage) is bool
+    # exact types (a bool is not an int here, an int not a float): what to_json writes
+    if not (type(index) is int and type(prompt) is int and type(output) is int
+            and type(cached) is int and type(reasoning) is int
+            and type(start) is float and type(queue) is float and type(ttft) is float
+            and type(latency) is float and type(ok) is bool and type(usage) is bool
             and (error is None or type(error) is str)
             and (detail is None or type(detail) is str)
             and type(offsets) is list and {*map(type, offsets)} <= _FLOAT):
         return None
-    prompt, output, cached, reasoning = ints
-    return RequestResult(index, ok, start, queue, ttft, latency, tuple(offsets), prompt,
-                         output, cached, reasoning, usage, error, detail)
+    # every field checked above: the instance's dict set at once, not field by field
+    # through the frozen dataclass's __init__ (half the cost of reading a request)
+    r: RequestResult = _new(RequestResult)
+    _set(r, "__dict__", {
+        "index": index, "ok": ok, "start_s": start, "queue_s": queue, "ttft_s": ttft,
+        "latency_s": latency, "chunk_offsets_s": tuple(offsets), "prompt_tokens": prompt,
+        "output_tokens": output, "cached_tokens": cached, "reasoning_tokens": reasoning,
+        "usage_seen": usage, "error": error, "error_detail": detail})
+    return r
 
 
 def _requests_of(level: Fields) -> tuple[RequestResult, ...]:
