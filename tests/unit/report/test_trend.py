@@ -107,13 +107,18 @@ def test_a_trend_of_single_launches_is_the_reference_computation(tmp_path: Path)
     from variantctl.report.series import points_of
 
     store = RunStore(tmp_path / "runs")
-    for i in range(1, 6):
-        levels = [measured_level(c, 7 * i + c, slow=1.0 + 0.1 * (i == 4)) for c in (1, 4)]
+    for i in range(1, 8):
+        # runs 3 and 4 with fewer requests (other resamples), run 6 with 3 repeats at c=4
+        # (a t interval, tested by Welch against its neighbours' bootstraps' fallback)
+        n = 30 if i in (3, 4) else 40
+        levels = [measured_level(c, 7 * i + c + 100 * r, n=n, slow=1.0 + 0.1 * (i == 4),
+                                 repeat=r)
+                  for c in (1, 4) for r in range(3 if (i == 6 and c == 4) else 1)]
         store_run(store, record(f"5e5e5e5e5e-{i}", "cpu-eager"), [result(levels)])
-    runs = [load_run(store, f"5e5e5e5e5e-{i}") for i in range(1, 6)]
+    runs = [load_run(store, f"5e5e5e5e5e-{i}") for i in range(1, 8)]
     for metric in ("output_throughput", "ttft_p90", "tpot_mean"):
         t = trend(runs, metric)
-        assert len(t.points) == 10
+        assert len(t.points) == 14
         for c in (1, 4):
             got = [p for p in t.points if p.concurrency == c]
             fresh = [[replace(lv, requests=list(lv.requests)) for lv in p.levels]
