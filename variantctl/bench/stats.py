@@ -322,20 +322,20 @@ def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray
 
 
 def int_sums_many(columns: NDArray[np.int64], picks: NDArray[np.int64]
-                  ) -> NDArray[np.int64]:
+                  ) -> NDArray[np.float64]:
     """:func:`int_sums` of each column of ``columns`` (as many rows as ``picks`` has
-    columns), as the columns of one (resamples × columns) array: one matrix product for
-    all of them when every sum is exact in float64, else column by column."""
+    columns) as float64 (what ``.astype(np.float64)`` makes of them), as the columns of
+    one (resamples × columns) array: one matrix product for all of them when every sum
+    is exact in float64, else column by column."""
     import numpy as np
 
     n = picks.shape[1]
     if columns.size and int(np.abs(columns).max()) * max(n, 1) < _EXACT_INT:
-        sums: NDArray[np.int64] = (pick_counts(picks) @ columns.astype(np.float64)
-                                   ).astype(np.int64)
+        sums: NDArray[np.float64] = pick_counts(picks) @ columns.astype(np.float64)
         return sums
-    out = np.empty((picks.shape[0], columns.shape[1]), dtype=np.int64)
+    out = np.empty((picks.shape[0], columns.shape[1]), dtype=np.float64)
     for j in range(columns.shape[1]):
-        out[:, j] = int_sums(columns[:, j], picks)
+        out[:, j] = int_sums(columns[:, j], picks).astype(np.float64)
     return out
 
 
@@ -374,12 +374,11 @@ def exact_sums_many(columns: NDArray[np.float64], picks: NDArray[np.int64]
         lo = ((whole << sh) & np.uint64(0xFFFFFFFF)).astype(np.int64) * sign
         hi = (whole >> (np.uint64(32) - sh)).astype(np.int64) * sign
         counts = pick_counts(picks)
-        s_lo = (counts @ lo.astype(np.float64)).astype(np.int64)
-        s_hi = (counts @ hi.astype(np.float64)).astype(np.int64)
-        carry = s_lo >> 32
-        s_lo -= carry << 32
-        s_hi += carry
-        total = s_hi.astype(np.float64) * 4294967296.0 + s_lo.astype(np.float64)
+        # the limb sums are exact integers in float64; hi × 2**32 is exact too, so the
+        # one addition rounds the exact total once — exact_sums' value, without its
+        # carry between int64 limbs (+ 0.0: its zero is +0.0)
+        total = (counts @ hi.astype(np.float64)) * 4294967296.0 \
+            + (counts @ lo.astype(np.float64)) + 0.0
         # int32 exponents (ldexp's own loop: int64 ones are converted element by element)
         out[:, fits] = np.ldexp(total, e0[fits].astype(np.int32))
     return out

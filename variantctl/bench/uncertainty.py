@@ -453,7 +453,7 @@ def _throughput_many(points: Sequence[_Requests], picks: NDArray[np.int64]
     sums = stats.exact_sums_many(e2el, picks)
     ok = sums > 0
     in_flight = np.array([p.in_flight for p in points], dtype=np.float64)
-    out = in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
+    out = in_flight * tokens / np.where(ok, sums, 1.0)
     done: NDArray[np.float64] = np.where(ok, out, math.nan)
     return done
 

@@ -144,7 +144,11 @@ def test_sums_of_many_columns_are_each_columns_own() -> None:
     ints = np.array([[rng.randint(1, 500) for _ in range(n)] for _ in range(3)]).T
     total = stats.int_sums_many(ints, picks)
     for j in range(3):
-        assert total[:, j].tolist() == stats.int_sums(ints[:, j], picks).tolist()
+        assert total[:, j].tolist() == stats.int_sums(ints[:, j], picks).astype(float).tolist()
+    huge = ints * (1 << 45)  # sums past 2**53: column by column, rounded as astype rounds
+    total = stats.int_sums_many(huge, picks)
+    for j in range(3):
+        assert total[:, j].tolist() == stats.int_sums(huge[:, j], picks).astype(float).tolist()
 
 
 def test_percentile_intervals_of_many_columns_are_the_sorted_ones() -> None:
