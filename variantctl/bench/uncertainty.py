@@ -494,6 +494,11 @@ def _requests_of(levels: Sequence[LevelResult]) -> _Requests | None:
     return None if estimate is None else _Requests(e2el, tokens, stat.in_flight, estimate)
 
 
+#: points bootstrapped together at most (resamples × points arrays of 0.5 MB: the
+#: numpy calls are few, the peak memory small)
+_BATCH = 64
+
+
 def series_tests(concurrency: int, points: Sequence[Sequence[LevelResult]], metric: str,
                  *, seed: int = stats.SEED
                  ) -> list[tuple[dict[str, FigureCI], int | None, MetricTest | None]]:
@@ -519,14 +524,16 @@ def series_tests(concurrency: int, points: Sequence[Sequence[LevelResult]], metr
     by_n: dict[int, list[int]] = {}
     for k, req in fast.items():
         by_n.setdefault(len(req.e2el), []).append(k)
-    for n, ks in by_n.items():
+    for n, group in by_n.items():
         (picks,) = stats.resample_picks(seed, stats.RESAMPLES, [n])
-        made = _intervals([fast[k].estimate for k in ks],
-                          _throughput_many([fast[k] for k in ks], picks))
-        for k, iv in zip(ks, made, strict=True):
-            if iv is not None:
-                cis[k] = {metric: FigureCI(metric, iv, METHOD_REQUESTS, len(usable[k]),
-                                           len(fast[k].e2el))}
+        for at in range(0, len(group), _BATCH):
+            ks = group[at:at + _BATCH]
+            made = _intervals([fast[k].estimate for k in ks],
+                              _throughput_many([fast[k] for k in ks], picks))
+            for k, iv in zip(ks, made, strict=True):
+                if iv is not None:
+                    cis[k] = {metric: FigureCI(metric, iv, METHOD_REQUESTS, len(usable[k]),
+                                               len(fast[k].e2el))}
     intervals = [ci if ci is not None else point_intervals(points[k], [metric], seed=seed)
                  for k, ci in enumerate(cis)]
     # each point's test against the last point before it that has the figure
@@ -547,28 +554,30 @@ def series_tests(concurrency: int, points: Sequence[Sequence[LevelResult]], metr
             one = compare_points(concurrency, points[j], points[k], [metric], seed=seed,
                                  intervals=(intervals[j], intervals[k]))
             tests[k] = one[0] if one else None
-    for (na, nb), pairs in by_sizes.items():
+    for (na, nb), chain in by_sizes.items():
         pa, pb = stats.resample_picks(seed, stats.RESAMPLES, [na, nb])
-        xs = _throughput_many([fast[j] for j, _ in pairs], pa)
-        ys = _throughput_many([fast[k] for _, k in pairs], pb)
-        rel = stats._relative_many(xs, ys)
-        unclean: NDArray[np.bool_] = np.isnan(xs) | np.isnan(ys) | np.isnan(rel)
-        bad = [bool(b) for b in np.asarray(unclean.any(axis=0))]
-        good = [col for col, b in enumerate(bad) if not b]
-        diffs: dict[int, stats.Difference] = {}
-        ivs = stats.percentile_intervals_many(
-            [stats._relative(fast[pairs[col][0]].estimate, fast[pairs[col][1]].estimate)
-             for col in good], rel[:, good]) if good else []
-        for col, d in zip(good, ivs, strict=True):
-            diffs[col] = stats.Difference(d.estimate, d.lo, d.hi, None, "bootstrap")
-        for col, (j, k) in enumerate(pairs):
-            if bad[col]:  # a resample without a figure, or inf − inf: the one-pair path
-                diffs[col] = stats.bootstrap_difference(
-                    _point_samples(usable[j]), _point_samples(usable[k]),
-                    _Throughput(fast[j].in_flight), _Throughput(fast[k].in_flight),
-                    seed=seed)
-            tests[k] = MetricTest(concurrency, metric, intervals[j][metric],
-                                  intervals[k][metric], diffs[col])
+        for at in range(0, len(chain), _BATCH):
+            pairs = chain[at:at + _BATCH]
+            xs = _throughput_many([fast[j] for j, _ in pairs], pa)
+            ys = _throughput_many([fast[k] for _, k in pairs], pb)
+            rel = stats._relative_many(xs, ys)
+            unclean: NDArray[np.bool_] = np.isnan(xs) | np.isnan(ys) | np.isnan(rel)
+            bad = [bool(b) for b in np.asarray(unclean.any(axis=0))]
+            good = [col for col, b in enumerate(bad) if not b]
+            diffs: dict[int, stats.Difference] = {}
+            ivs = stats.percentile_intervals_many(
+                [stats._relative(fast[pairs[col][0]].estimate, fast[pairs[col][1]].estimate)
+                 for col in good], rel[:, good]) if good else []
+            for col, d in zip(good, ivs, strict=True):
+                diffs[col] = stats.Difference(d.estimate, d.lo, d.hi, None, "bootstrap")
+            for col, (j, k) in enumerate(pairs):
+                if bad[col]:  # a resample without a figure, or inf − inf: the one-pair path
+                    diffs[col] = stats.bootstrap_difference(
+                        _point_samples(usable[j]), _point_samples(usable[k]),
+                        _Throughput(fast[j].in_flight), _Throughput(fast[k].in_flight),
+                        seed=seed)
+                tests[k] = MetricTest(concurrency, metric, intervals[j][metric],
+                                      intervals[k][metric], diffs[col])
     return [(intervals[k], before[k], tests[k]) for k in range(len(points))]
 
 

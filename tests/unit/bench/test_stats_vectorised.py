@@ -168,3 +168,18 @@ def test_percentile_intervals_of_many_columns_are_the_sorted_ones() -> None:
         assert (iv.estimate, iv.lo, iv.hi) == (want.estimate, want.lo, want.hi)
         assert [math.copysign(1.0, v) for v in (iv.lo, iv.hi)] == \
             [math.copysign(1.0, v) for v in (want.lo, want.hi)]
+
+
+def test_the_product_in_blocks_of_rows_is_the_whole_product() -> None:
+    """pick_counts @ matrix made in blocks of rows (OpenBLAS then stays on one thread)
+    is the product made at once: sums of integers, exact either way."""
+    import numpy as np
+
+    (picks,) = stats.resample_picks(4, 1000, [64])
+    matrix = np.array([[float(random.Random(i * 97 + j).randint(-2**31, 2**31))
+                        for j in range(100)] for i in range(64)])
+    assert 1000 * 64 * 100 > stats._ONE_THREAD_PRODUCT  # so made in blocks
+    got = stats._counts_times(picks, matrix)
+    assert got.shape == (1000, 100)
+    assert got.tolist() == (stats.pick_counts(picks) @ matrix).tolist()
+    assert got[:, 3].tolist() == [math.fsum(matrix[i, 3] for i in row) for row in picks]
