@@ -178,7 +178,7 @@ def test_the_product_in_blocks_of_rows_is_the_whole_product() -> None:
     (picks,) = stats.resample_picks(4, 1000, [64])
     matrix = np.array([[float(random.Random(i * 97 + j).randint(-2**31, 2**31))
                         for j in range(100)] for i in range(64)])
-    assert 1000 * 64 * 100 > stats._ONE_THREAD_PRODUCT  # so made in blocks
+    assert stats._ONE_THREAD_PRODUCT < 1000 * 64 * 100  # so made in blocks
     got = stats._counts_times(picks, matrix)
     assert got.shape == (1000, 100)
     assert got.tolist() == (stats.pick_counts(picks) @ matrix).tolist()
