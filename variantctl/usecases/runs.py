@@ -77,7 +77,8 @@ def trend_of(env: Environment, target: str, metric: str) -> Trend:
     # a year of runs is a million request objects, none in a reference cycle: the
     # cyclic collector would only walk the growing graph again and again
     with _paused_gc():
-        runs, damaged = load_runs(store, [first[i] for i in ids])
+        runs, damaged = load_runs(store, [first[i] if i in first else store.find(i)
+                                          for i in ids])
         return make_trend(runs, metric, damaged)
 
 
