@@ -132,3 +132,28 @@ def test_a_trend_of_single_launches_is_the_reference_computation(tmp_path: Path)
                 (test,) = compare_points(c, fresh[k - 1], fresh[k], [metric])
                 assert point.change == test
     assert any(p.beyond_noise for p in trend(runs).points)  # the slower fourth run
+
+
+def test_the_collector_paused_for_a_trend_is_restored_with_its_work_aged() -> None:
+    """trend_of pauses the cyclic collector; after, it is as it was, nothing is left
+    frozen, and what the block made is in the oldest generation (not left young for
+    the next collection to walk)."""
+    import gc
+
+    from variantctl.usecases.runs import _paused_gc
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with _paused_gc():
+            assert not gc.isenabled()
+            made = [[i] for i in range(20_000)]
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert id(made) in {id(o) for o in gc.get_objects(generation=2)}
+        gc.disable()
+        with _paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
