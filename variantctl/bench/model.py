@@ -201,9 +201,22 @@ class Stats:
 
     @classmethod
     def from_fields(cls, f: Fields) -> Stats:
+        d = f.data
+        values = [d.get(k) for k in _STATS_FLOATS]
+        if type(d.get("count")) is int and {*map(type, values)} == _FLOAT:
+            # as to_json writes it (a count, nine floats): the dict set at once, as for a
+            # request (each level has seven of these)
+            st: Stats = _new(cls)
+            _set(st, "__dict__", {"count": d["count"], **dict(zip(_STATS_FLOATS, values,
+                                                                   strict=True))})
+            return st
         return cls(count=f.integer("count"), **{
             k: f.number(k) for k in cls.__dataclass_fields__ if k != "count"
         })
+
+
+#: a Stats' fields after its count, in order
+_STATS_FLOATS = tuple(k for k in Stats.__dataclass_fields__ if k != "count")
 
 
 @dataclass(frozen=True)

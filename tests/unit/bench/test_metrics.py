@@ -207,3 +207,27 @@ def test_a_request_as_written_reads_as_field_by_field() -> None:
     assert _request_as_written({**data, "index": True}) is None
     assert _request_as_written({**data, "chunk_offsets_s": [0.1, 2]}) is None
     assert _request_as_written({**data, "error": None, "error_detail": None}) is not None
+
+
+def test_stats_as_written_read_as_field_by_field() -> None:
+    """A Stats as to_json writes it is read at once into the value the checked read
+    gives (every field, in order); any other shape (an int mean, a "nan", a bool count)
+    takes the checked read."""
+    import dataclasses
+    import json
+    import math
+
+    from variantctl.bench.model import Stats
+    from variantctl.jsonfields import Fields, StoredFileError
+
+    st = Stats(count=4, mean=1.5, median=1.25, std=0.5, min=0.75, max=2.5, p10=0.8,
+               p50=1.25, p90=2.25, p99=2.5)
+    data = json.loads(json.dumps(st.to_json()))
+    fast = Stats.from_fields(Fields(data, "s"))
+    assert fast == st and hash(fast) == hash(st)
+    assert list(vars(fast)) == [f.name for f in dataclasses.fields(Stats)]
+    assert Stats.from_fields(Fields({**data, "mean": 2}, "s")) == \
+        dataclasses.replace(st, mean=2.0)
+    assert math.isnan(Stats.from_fields(Fields({**data, "p99": "nan"}, "s")).p99)
+    with pytest.raises(StoredFileError):
+        Stats.from_fields(Fields({**data, "count": True}, "s"))
