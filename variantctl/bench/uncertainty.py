@@ -68,8 +68,9 @@ def _samples(requests: Sequence[RequestResult]) -> list[_Sample]:
 
 class _PointSamples(list[_Sample]):
     """A point's samples, with the numpy columns its bootstraps read made once (a trend
-    bootstraps each point three times: its interval, and the tests against the runs
-    before and after it). Read-only by convention: the columns are not remade."""
+    of a figure other than throughput bootstraps each point three times: its interval,
+    and the tests against the runs before and after it; compare, each side twice).
+    Read-only by convention: the columns are not remade."""
 
     def __init__(self, samples: Iterable[_Sample]):
         super().__init__(samples)
@@ -77,8 +78,8 @@ class _PointSamples(list[_Sample]):
 
 
 #: the last few points' samples, by the identity of their levels' request tuples (kept
-#: here, so an id is not reused while its entry lives): a trend asks for each point's
-#: three times in a row, and each time they cost a pass over every request
+#: here, so an id is not reused while its entry lives): asked for several times in a
+#: row, and each time they cost a pass over every request
 _POINT_SAMPLES: list[tuple[tuple[tuple[RequestResult, ...], ...], _PointSamples]] = []
 
 
