@@ -155,10 +155,16 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    rank = (len(sorted_values) - 1) * q
+    lo, hi, frac = _rank(len(sorted_values), q)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+def _rank(n: int, q: float) -> tuple[int, int, float]:
+    """Where the ``q`` quantile of ``n`` sorted values lies: between the values at ``lo``
+    and ``hi``, ``frac`` of the way."""
+    rank = (n - 1) * q
     lo = math.floor(rank)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (rank - lo)
+    return lo, min(lo + 1, n - 1), rank - lo
 
 
 def _percentile_interval(estimate: float, draws: list[float],
@@ -166,6 +172,25 @@ def _percentile_interval(estimate: float, draws: list[float],
     draws.sort()
     alpha = (1.0 - confidence) / 2.0
     return Interval(estimate, _quantile(draws, alpha), _quantile(draws, 1.0 - alpha))
+
+
+def percentile_intervals_many(estimates: Sequence[float], draws: NDArray[np.float64],
+                              confidence: float = CONFIDENCE) -> list[Interval]:
+    """:func:`_percentile_interval` of each column of ``draws`` (none of them NaN) with
+    its estimate: the same values. Only the four order statistics the two quantiles read
+    are put in place (a partition, not a sort: equal values are equal whatever their
+    order, and a quantile of zeros is 0.0 whichever of them is -0.0)."""
+    import numpy as np
+
+    alpha = (1.0 - confidence) / 2.0
+    n = draws.shape[0]
+    lo_a, hi_a, frac_a = _rank(n, alpha)
+    lo_b, hi_b, frac_b = _rank(n, 1.0 - alpha)
+    wanted = [lo_a, hi_a, lo_b, hi_b]
+    placed = np.partition(np.ascontiguousarray(draws.T), sorted(set(wanted)), axis=1)
+    rows: list[list[float]] = placed[:, wanted].tolist()
+    return [Interval(est, a + (b - a) * frac_a, c + (d - c) * frac_b)
+            for est, (a, b, c, d) in zip(estimates, rows, strict=True)]
 
 
 class VectorStatistic(Protocol[T_contra]):
@@ -296,15 +321,103 @@ def exact_sums(column: NDArray[np.float64], picks: NDArray[np.int64]) -> NDArray
     return scaled
 
 
+#: the largest m·n·k of a matrix product OpenBLAS makes on the calling thread alone
+#: (SMP_THRESHOLD_MIN × GEMM_MULTITHREAD_THRESHOLD); past it, it wakes its threads
+_ONE_THREAD_PRODUCT = 65536 * 4
+
+
+def _counts_times(picks: NDArray[np.int64], matrix: NDArray[np.float64]
+                  ) -> NDArray[np.float64]:
+    """``pick_counts(picks) @ matrix``, in blocks of rows small enough for OpenBLAS to
+    keep on this thread. Its threads spin while they wait for the next product: on a
+    busy two-core machine the trend's bootstraps took 5–10 times the CPU with them.
+    Every entry is the same sum (these are exact integers in float64: any order)."""
+    import numpy as np
+
+    counts = pick_counts(picks)
+    rows, n = counts.shape
+    step = max(1, _ONE_THREAD_PRODUCT // max(1, n * matrix.shape[1]))
+    if step >= rows:
+        whole: NDArray[np.float64] = counts @ matrix
+        return whole
+    out = np.empty((rows, matrix.shape[1]), dtype=np.float64)
+    for at in range(0, rows, step):
+        out[at:at + step] = counts[at:at + step] @ matrix
+    return out
+
+
+def int_sums_many(columns: NDArray[np.int64], picks: NDArray[np.int64]
+                  ) -> NDArray[np.float64]:
+    """:func:`int_sums` of each column of ``columns`` (as many rows as ``picks`` has
+    columns) as float64 (what ``.astype(np.float64)`` makes of them), as the columns of
+    one (resamples × columns) array: one matrix product for all of them when every sum
+    is exact in float64, else column by column."""
+    import numpy as np
+
+    n = picks.shape[1]
+    if columns.size and int(np.abs(columns).max()) * max(n, 1) < _EXACT_INT:
+        return _counts_times(picks, columns.astype(np.float64))
+    out = np.empty((picks.shape[0], columns.shape[1]), dtype=np.float64)
+    for j in range(columns.shape[1]):
+        out[:, j] = int_sums(columns[:, j], picks).astype(np.float64)
+    return out
+
+
+def exact_sums_many(columns: NDArray[np.float64], picks: NDArray[np.int64]
+                    ) -> NDArray[np.float64]:
+    """:func:`exact_sums` of each column of ``columns`` (as many rows as ``picks`` has
+    columns), as the columns of one (resamples × columns) array, the same values bit for
+    bit: the two integer limbs of every column that fits them are made as exact_sums
+    makes them, all columns at once, and summed by one matrix product (each limb sum an
+    exact integer, whatever order BLAS adds in); the other columns go through
+    :func:`exact_sums` one by one."""
+    import numpy as np
+
+    rows, n = picks.shape
+    out = np.empty((rows, columns.shape[1]), dtype=np.float64)
+    nonzero = columns != 0.0
+    with np.errstate(invalid="ignore"):  # inf and NaN columns are left to exact_sums
+        mant, exp = np.frexp(columns)
+    exp = exp.astype(np.int64)
+    have = nonzero.any(axis=0)
+    e0 = np.where(nonzero, exp, np.iinfo(np.int64).max).min(axis=0, initial=0) - 53
+    e0 = np.where(have, e0, 0)
+    shift = np.where(nonzero, exp - 53 - e0, 0)
+    fits = (np.isfinite(columns).all(axis=0) & have
+            & (shift.max(axis=0, initial=0) + max(n, 1).bit_length() <= _MAX_SPREAD)
+            & (e0 >= -1000))
+    if n >= _EXACT_INT >> 32:
+        fits[:] = False
+    for j in np.flatnonzero(~fits).tolist():
+        out[:, j] = exact_sums(columns[:, j], picks)
+    if fits.any():
+        column, mant, shift = columns[:, fits], mant[:, fits], shift[:, fits]
+        whole = np.abs(mant * 9007199254740992.0).astype(np.uint64)
+        sign = np.where(column < 0, -1, 1).astype(np.int64)
+        sh = shift.astype(np.uint64)
+        lo = ((whole << sh) & np.uint64(0xFFFFFFFF)).astype(np.int64) * sign
+        hi = (whole >> (np.uint64(32) - sh)).astype(np.int64) * sign
+        # the limb sums are exact integers in float64; hi × 2**32 is exact too, so the
+        # one addition rounds the exact total once — exact_sums' value, without its
+        # carry between int64 limbs (+ 0.0: its zero is +0.0)
+        total = _counts_times(picks, hi.astype(np.float64)) * 4294967296.0 \
+            + _counts_times(picks, lo.astype(np.float64)) + 0.0
+        # int32 exponents (ldexp's own loop: int64 ones are converted element by element)
+        out[:, fits] = np.ldexp(total, e0[fits].astype(np.int32))
+    return out
+
+
 def _vectorised(statistics: Iterable[object]) -> bool:
     return all(callable(getattr(f, "many", None)) for f in statistics)
 
 
 def _kept(values: NDArray[np.float64]) -> list[float]:
-    """The draws that are not None (NaN), in resample order."""
+    """The draws that are not None (NaN), sorted (what :func:`_percentile_interval`
+    does next: numpy's stable sort puts them in the very order ``list.sort`` does, -0.0
+    and 0.0 included, at a fraction of the cost)."""
     import numpy as np
 
-    kept: list[float] = values[~np.isnan(values)].tolist()
+    kept: list[float] = np.sort(values[~np.isnan(values)], kind="stable").tolist()
     return kept
 
 
@@ -409,7 +522,10 @@ def bootstrap_difference(a: Sequence[T], b: Sequence[T],
         xs = stat_a.many(a, pa)  # type: ignore[attr-defined]
         ys = stat_b.many(b, pb)  # type: ignore[attr-defined]
         both = ~(np.isnan(xs) | np.isnan(ys))  # neither None (NaN)
-        draws = _relative_many(xs[both], ys[both]).tolist()
+        rel = _relative_many(xs[both], ys[both])
+        # sorted here, as _percentile_interval would (a NaN, from inf − inf, is left
+        # where it is: list.sort and numpy place it differently)
+        draws = (rel if np.isnan(rel).any() else np.sort(rel, kind="stable")).tolist()
     else:
         rng = random.Random(seed)
         for _ in range(resamples):

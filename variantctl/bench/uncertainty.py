@@ -23,9 +23,9 @@ the bootstrap of the relative difference over requests (:mod:`variantctl.bench.s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from variantctl.bench import stats
 from variantctl.bench.metrics import BURST_FIGURES, NOT_MEASURABLE, burst_point, percentile
@@ -66,6 +66,53 @@ def _samples(requests: Sequence[RequestResult]) -> list[_Sample]:
     return out
 
 
+class _PointSamples(list[_Sample]):
+    """A point's samples, with the numpy columns its bootstraps read made once (a trend
+    of a figure other than throughput bootstraps each point three times: its interval,
+    and the tests against the runs before and after it; compare, each side twice).
+    Read-only by convention: the columns are not remade."""
+
+    def __init__(self, samples: Iterable[_Sample]):
+        super().__init__(samples)
+        self.columns: dict[str, NDArray[Any]] = {}
+
+
+#: the last few points' samples, by the identity of their levels' request tuples (kept
+#: here, so an id is not reused while its entry lives): asked for several times in a
+#: row, and each time they cost a pass over every request
+_POINT_SAMPLES: list[tuple[tuple[tuple[RequestResult, ...], ...], _PointSamples]] = []
+
+
+def _point_samples(levels: Sequence[LevelResult]) -> list[_Sample]:
+    """The samples of the requests of every level of a point, in order."""
+    key = tuple(lv.requests for lv in levels)
+    if not all(type(reqs) is tuple for reqs in key):  # a list could change: not kept
+        return [s for reqs in key for s in _samples(reqs)]
+    for kept, samples in _POINT_SAMPLES:
+        if len(kept) == len(key) and all(a is b for a, b in zip(kept, key, strict=True)):
+            return samples
+    made = _PointSamples(s for reqs in key for s in _samples(reqs))
+    _POINT_SAMPLES.insert(0, (key, made))
+    del _POINT_SAMPLES[4:]
+    return made
+
+
+def _column(sample: Sequence[_Sample], field: str, dtype: type[Any]) -> NDArray[Any]:
+    """``field`` of every sample as a numpy array (None: NaN), made once for a point's
+    samples."""
+    import numpy as np
+
+    columns = sample.columns if isinstance(sample, _PointSamples) else None
+    if columns is not None and field in columns:
+        return columns[field]
+    values = (getattr(s, field) for s in sample)
+    column = np.array([math.nan if v is None else v for v in values], dtype=dtype)
+    if columns is not None:
+        column.flags.writeable = False
+        columns[field] = column
+    return column
+
+
 class _FieldStat:
     """The mean or a percentile of one field over the requests that have it (None when
     none has), on one sample or, with :meth:`many`, on every bootstrap resample at once
@@ -85,8 +132,7 @@ class _FieldStat:
     def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
         import numpy as np
 
-        column = np.array([math.nan if v is None else v
-                           for v in (getattr(s, self.field) for s in sample)], dtype=np.float64)
+        column = _column(sample, self.field, np.float64)
         values = column[picks]
         have = ~np.isnan(values)
         count = have.sum(axis=1)
@@ -213,14 +259,17 @@ class _Throughput:
         self.in_flight = in_flight
 
     def __call__(self, sample: Sequence[_Sample]) -> float | None:
-        e2el = math.fsum(s.e2el_s for s in sample)
-        return self.in_flight * sum(s.tokens for s in sample) / e2el if e2el > 0 else None
+        return self.of_sums(math.fsum(s.e2el_s for s in sample), sum(s.tokens for s in sample))
+
+    def of_sums(self, e2el: float, tokens: int) -> float | None:
+        """The figure of requests whose E2EL add up to ``e2el`` and tokens to ``tokens``."""
+        return self.in_flight * tokens / e2el if e2el > 0 else None
 
     def many(self, sample: Sequence[_Sample], picks: NDArray[np.int64]) -> NDArray[np.float64]:
         import numpy as np
 
-        e2el = np.array([s.e2el_s for s in sample], dtype=np.float64)
-        tokens = stats.int_sums(np.array([s.tokens for s in sample], dtype=np.int64), picks)
+        e2el = _column(sample, "e2el_s", np.float64)
+        tokens = stats.int_sums(_column(sample, "tokens", np.int64), picks)
         sums = stats.exact_sums(e2el, picks)
         ok = sums > 0
         out = self.in_flight * tokens.astype(np.float64) / np.where(ok, sums, 1.0)
@@ -228,11 +277,15 @@ class _Throughput:
 
 
 def _throughput_stat(levels: Sequence[LevelResult], samples: Sequence[_Sample]
-                     ) -> Callable[[Sequence[_Sample]], float | None]:
+                     ) -> _Throughput:
     """``samples``: those of ``levels``' requests (the caller has them already)."""
+    return _Throughput(_in_flight(levels, math.fsum(s.e2el_s for s in samples)))
+
+
+def _in_flight(levels: Sequence[LevelResult], e2el: float) -> float:
+    """c̄ of a point whose requests' E2EL add up to ``e2el``."""
     duration = math.fsum(lv.metrics.duration_s for lv in levels)
-    in_flight = math.fsum(s.e2el_s for s in samples) / duration if duration > 0 else 0.0
-    return _Throughput(in_flight)
+    return e2el / duration if duration > 0 else 0.0
 
 
 def _request_stat(metric: str, levels: Sequence[LevelResult], samples: Sequence[_Sample]
@@ -251,7 +304,7 @@ def point_intervals(levels: Sequence[LevelResult], metrics: Sequence[str] | None
     out: dict[str, FigureCI] = {}
     if not levels:
         return out
-    samples = [s for lv in levels for s in _samples(lv.requests)]
+    samples = _point_samples(levels)
     if len(levels) >= MIN_REPEATS and not by_requests:
         for name in names:
             values = [v for v in (HEADLINES[name].of_level(lv) for lv in levels)
@@ -353,8 +406,7 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
     else:
         ci_a = point_intervals(a_lv, names, seed=seed)
         ci_b = point_intervals(b_lv, names, seed=seed)
-    sa = [s for lv in a_lv for s in _samples(lv.requests)]
-    sb = [s for lv in b_lv for s in _samples(lv.requests)]
+    sa, sb = _point_samples(a_lv), _point_samples(b_lv)
     out = []
     for name in names:
         fa, fb = ci_a.get(name), ci_b.get(name)
@@ -379,6 +431,155 @@ def compare_points(concurrency: int, a_levels: Sequence[LevelResult],
             continue
         out.append(MetricTest(concurrency, name, fa, fb, diff))
     return out
+
+
+class _Requests(NamedTuple):
+    """What output throughput's bootstrap needs of a point's successful requests."""
+
+    e2el: list[float]
+    tokens: list[int]
+    in_flight: float
+    estimate: float
+
+
+def _throughput_many(points: Sequence[_Requests], picks: NDArray[np.int64]
+                     ) -> NDArray[np.float64]:
+    """:meth:`_Throughput.many` of each point with the same ``picks``, as the columns of
+    one array: the same float operations on each element, so the same values."""
+    import numpy as np
+
+    e2el = np.array([p.e2el for p in points], dtype=np.float64).T
+    tokens = stats.int_sums_many(np.array([p.tokens for p in points], dtype=np.int64).T,
+                                 picks)
+    sums = stats.exact_sums_many(e2el, picks)
+    ok = sums > 0
+    in_flight = np.array([p.in_flight for p in points], dtype=np.float64)
+    out = in_flight * tokens / np.where(ok, sums, 1.0)
+    done: NDArray[np.float64] = np.where(ok, out, math.nan)
+    return done
+
+
+def _intervals(estimates: Sequence[float], draws: NDArray[np.float64]
+               ) -> list[stats.Interval | None]:
+    """The percentile interval of each column of ``draws`` around its estimate, as
+    :func:`stats.bootstrap_intervals` makes it from one statistic's draws (a NaN draw is
+    a resample without the figure, left out; None: no draw had it)."""
+    import numpy as np
+
+    bad = [bool(b) for b in np.asarray(np.isnan(draws).any(axis=0))]
+    out: list[stats.Interval | None] = [None] * len(estimates)
+    good = [j for j, b in enumerate(bad) if not b]
+    if good:
+        made = stats.percentile_intervals_many([estimates[j] for j in good], draws[:, good])
+        for j, iv in zip(good, made, strict=True):
+            out[j] = iv
+    for j in (j for j, b in enumerate(bad) if b):
+        kept = stats._kept(draws[:, j])
+        out[j] = stats._percentile_interval(estimates[j], kept, stats.CONFIDENCE) \
+            if kept else None
+    return out
+
+
+def _requests_of(levels: Sequence[LevelResult]) -> _Requests | None:
+    """The point's successful requests for output throughput's bootstrap over requests
+    (None: no such bootstrap — 3 or more repeats, no request, no figure)."""
+    if not levels or len(levels) >= MIN_REPEATS:
+        return None
+    e2el = [r.latency_s for lv in levels for r in lv.requests if r.ok]
+    tokens = [r.output_tokens for lv in levels for r in lv.requests if r.ok]
+    if not e2el:
+        return None
+    total = math.fsum(e2el)
+    stat = _Throughput(_in_flight(levels, total))
+    estimate = stat.of_sums(total, sum(tokens))
+    return None if estimate is None else _Requests(e2el, tokens, stat.in_flight, estimate)
+
+
+#: points bootstrapped together at most (resamples × points arrays of 0.5 MB: the
+#: numpy calls are few, the peak memory small)
+_BATCH = 64
+
+
+def series_tests(concurrency: int, points: Sequence[Sequence[LevelResult]], metric: str,
+                 *, seed: int = stats.SEED
+                 ) -> list[tuple[dict[str, FigureCI], int | None, MetricTest | None]]:
+    """A series of points of one concurrency (a trend: run after run): for each, its
+    :func:`point_intervals` of ``metric``, the index of the last point before it with
+    that figure (None: none) and the test against that point
+    (:func:`compare_points`' one test of ``metric``, None when there is none).
+
+    The very values those functions give one point and one pair at a time; the trend's
+    usual case — output throughput bootstrapped over requests — is made for every point
+    at once (points with as many requests resample with the same indices), the others
+    one at a time by those functions."""
+    import numpy as np
+
+    usable = [_usable(levels) for levels in points]
+    fast: dict[int, _Requests] = {}
+    if metric == "output_throughput":
+        for k, u in enumerate(usable):
+            got = _requests_of(u)
+            if got is not None:
+                fast[k] = got
+    cis: list[dict[str, FigureCI] | None] = [None] * len(points)
+    by_n: dict[int, list[int]] = {}
+    for k, req in fast.items():
+        by_n.setdefault(len(req.e2el), []).append(k)
+    for n, group in by_n.items():
+        (picks,) = stats.resample_picks(seed, stats.RESAMPLES, [n])
+        for at in range(0, len(group), _BATCH):
+            ks = group[at:at + _BATCH]
+            made = _intervals([fast[k].estimate for k in ks],
+                              _throughput_many([fast[k] for k in ks], picks))
+            for k, iv in zip(ks, made, strict=True):
+                if iv is not None:
+                    cis[k] = {metric: FigureCI(metric, iv, METHOD_REQUESTS, len(usable[k]),
+                                               len(fast[k].e2el))}
+    intervals = [ci if ci is not None else point_intervals(points[k], [metric], seed=seed)
+                 for k, ci in enumerate(cis)]
+    # each point's test against the last point before it that has the figure
+    before: list[int | None] = []
+    last: int | None = None
+    for ci in intervals:
+        before.append(last)
+        if metric in ci:
+            last = len(before) - 1
+    tests: list[MetricTest | None] = [None] * len(points)
+    by_sizes: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for k, j in enumerate(before):
+        if j is None:
+            continue
+        if j in fast and k in fast and cis[j] is not None and cis[k] is not None:
+            by_sizes.setdefault((len(fast[j].e2el), len(fast[k].e2el)), []).append((j, k))
+        else:
+            one = compare_points(concurrency, points[j], points[k], [metric], seed=seed,
+                                 intervals=(intervals[j], intervals[k]))
+            tests[k] = one[0] if one else None
+    for (na, nb), chain in by_sizes.items():
+        pa, pb = stats.resample_picks(seed, stats.RESAMPLES, [na, nb])
+        for at in range(0, len(chain), _BATCH):
+            pairs = chain[at:at + _BATCH]
+            xs = _throughput_many([fast[j] for j, _ in pairs], pa)
+            ys = _throughput_many([fast[k] for _, k in pairs], pb)
+            rel = stats._relative_many(xs, ys)
+            unclean: NDArray[np.bool_] = np.isnan(xs) | np.isnan(ys) | np.isnan(rel)
+            bad = [bool(b) for b in np.asarray(unclean.any(axis=0))]
+            good = [col for col, b in enumerate(bad) if not b]
+            diffs: dict[int, stats.Difference] = {}
+            ivs = stats.percentile_intervals_many(
+                [stats._relative(fast[pairs[col][0]].estimate, fast[pairs[col][1]].estimate)
+                 for col in good], rel[:, good]) if good else []
+            for col, d in zip(good, ivs, strict=True):
+                diffs[col] = stats.Difference(d.estimate, d.lo, d.hi, None, "bootstrap")
+            for col, (j, k) in enumerate(pairs):
+                if bad[col]:  # a resample without a figure, or inf − inf: the one-pair path
+                    diffs[col] = stats.bootstrap_difference(
+                        _point_samples(usable[j]), _point_samples(usable[k]),
+                        _Throughput(fast[j].in_flight), _Throughput(fast[k].in_flight),
+                        seed=seed)
+                tests[k] = MetricTest(concurrency, metric, intervals[j][metric],
+                                      intervals[k][metric], diffs[col])
+    return [(intervals[k], before[k], tests[k]) for k in range(len(points))]
 
 
 VERDICTS = ("b-faster", "b-slower", "no-significant-difference")

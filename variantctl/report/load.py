@@ -21,23 +21,23 @@ from variantctl.jsonfields import StoredFileError
 from variantctl.jsontypes import JsonMapping
 from variantctl.report.model import ModelShape, Peaks, PlannedSkip, RunInput
 from variantctl.report.roofline import parse_model_shape
-from variantctl.runs.store import RunStore, read_bounded
+from variantctl.runs.store import RunDir, RunStore, read_bounded
 from variantctl.runs.sweepstate import PointEntry, SkipEntry, StoppedEarly
 
 #: a model's config.json is a few KiB
 MAX_MODEL_CONFIG = 4 << 20
 
 
-def load_run(store: RunStore, run_id: str, label: str | None = None,
+def load_run(store: RunStore, run_id: str | RunDir, label: str | None = None,
              settings: str = "", note: str = "") -> RunInput:
-    """One run (id or unique prefix), every benchmark file and profile file its run.json
-    lists.
+    """One run (id or unique prefix, or its directory already found), every benchmark
+    file and profile file its run.json lists.
 
     A benchmark file that is missing or damaged does not stop the report: it is named
     (file and field) in :attr:`RunInput.unreadable` and shown as a note; so is a
     damaged profile file's breakdown left out.
     """
-    d = store.find(run_id)
+    d = run_id if isinstance(run_id, RunDir) else store.find(run_id)
     record = store.read(d.path)
     results: list[tuple[str, BenchResult]] = []
     bad: list[str] = []
@@ -62,21 +62,21 @@ def load_run(store: RunStore, run_id: str, label: str | None = None,
                     profiles=tuple(profiles))
 
 
-def load_runs(store: RunStore, run_ids: Sequence[str]
+def load_runs(store: RunStore, run_dirs: Sequence[RunDir]
               ) -> tuple[list[RunInput], list[str]]:
-    """Each run of a listing (``runs trend``); a damaged one — its record, or a benchmark
-    file it lists — is left out and named (``RUN: file: field …``) in the second list,
-    never dropped silently."""
+    """Each run of a listing (``runs trend``: its directories, found once, not once per
+    run); a damaged one — its record, or a benchmark file it lists — is left out and
+    named (``RUN: file: field …``) in the second list, never dropped silently."""
     runs: list[RunInput] = []
     damaged: list[str] = []
-    for run_id in run_ids:
+    for d in run_dirs:
         try:
-            run = load_run(store, run_id)
+            run = load_run(store, d)
         except StoredFileError as exc:
-            damaged.append(f"{run_id}: {exc.message}")
+            damaged.append(f"{d.run_id}: {exc.message}")
             continue
         if run.unreadable:
-            damaged.append(f"{run_id}: {run.unreadable[0]}")
+            damaged.append(f"{d.run_id}: {run.unreadable[0]}")
             continue
         runs.append(run)
     return runs, damaged

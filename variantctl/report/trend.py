@@ -14,17 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from variantctl.bench.model import BenchResult
-from variantctl.bench.uncertainty import (
-    HEADLINES,
-    FigureCI,
-    MetricTest,
-    compare_points,
-    point_intervals,
-)
+from variantctl.bench.uncertainty import HEADLINES, FigureCI, MetricTest, series_tests
 from variantctl.jsontypes import JsonObject
 from variantctl.report.compare import NOT_PERFORMANCE, SettingChange, pick, setting_changes
 from variantctl.report.model import RunInput
-from variantctl.report.series import Point, points_of
+from variantctl.report.series import points_of
 
 
 @dataclass(frozen=True)
@@ -96,25 +90,17 @@ def trend(runs: Sequence[RunInput], metric: str = "output_throughput",
     points = [(r, {p.concurrency: p for p in points_of(
         [lv for res in results for lv in res.levels])}) for r, results in used]
     for c in levels:
-        prev: tuple[RunInput, Point, dict[str, FigureCI]] | None = None
-        for r, by_c in points:
-            point = by_c.get(c)
-            if point is None:
-                continue
-            # the one figure followed (every headline's interval is 11 bootstraps), made
-            # once: the test against the run before takes it and that run's
-            cis = point_intervals(point.levels, [metric])
-            test = None
-            changed: tuple[SettingChange, ...] = ()
-            if prev is not None:
-                tests = compare_points(c, prev[1].levels, point.levels, [metric],
-                                       intervals=(prev[2], cis))
-                test = tests[0] if tests else None
-                if test is not None and test.significant:
-                    changed = tuple(ch for ch in setting_changes(prev[0], r)
-                                    if ch.key not in NOT_PERFORMANCE)
+        # the runs that measured c, and each one's interval and test against the run
+        # before it with the figure (all made at once: bench.uncertainty.series_tests)
+        series = [(r, by_c[c]) for r, by_c in points if c in by_c]
+        made = series_tests(c, [point.levels for _, point in series], metric)
+        for (r, _), (cis, before, test) in zip(series, made, strict=True):
             fig = cis.get(metric)
-            if fig is not None:
-                out.append(TrendPoint(c, r, fig, test, changed))
-                prev = (r, point, cis)
+            if fig is None:
+                continue
+            changed: tuple[SettingChange, ...] = ()
+            if before is not None and test is not None and test.significant:
+                changed = tuple(ch for ch in setting_changes(series[before][0], r)
+                                if ch.key not in NOT_PERFORMANCE)
+            out.append(TrendPoint(c, r, fig, test, changed))
     return Trend(metric, tuple(r for r, _ in used), tuple(out), tuple(skipped))

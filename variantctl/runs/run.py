@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, cast, overload
 
 from variantctl.jsonfields import Fields, StoredFileError, kind_of
 from variantctl.jsontypes import Json, JsonMapping, JsonObject
@@ -48,10 +48,16 @@ Timing: TypeAlias = str | float | int | None
 PatchEntry: TypeAlias = JsonMapping
 
 
+#: what json.loads makes of a JSON scalar: kept as it is
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _freeze(value: object) -> Json:
     """An immutable copy of a JSON value (objects become read-only mappings, lists
     tuples); anything else becomes the string the store would write for it
     (``json.dumps(default=str)``)."""
+    if type(value) in _SCALARS:  # most values: before the (slower) Mapping ABC check
+        return cast(Json, value)
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):

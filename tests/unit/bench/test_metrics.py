@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from variantctl.bench.metrics import compute, percentile, stats
@@ -179,3 +181,59 @@ def test_burst_delivery_is_flagged_only_when_tokens_came_at_once() -> None:
     assert flagged and flagged[0].startswith("1 of 3 request(s)")
     clean = compute((streamed, short), concurrency=1, duration_s=1.0)
     assert not any("in one burst" in w for w in clean.warnings)
+
+
+def test_a_request_as_written_reads_as_field_by_field() -> None:
+    """The fast read of a request (its dict set at once, without the dataclass's
+    __init__) gives the very value the checked field-by-field read gives, every field
+    included (a field added to RequestResult and not to the fast read fails here); a
+    request not as written (an int for a float, a bool for an int) takes the checked
+    read."""
+    import dataclasses
+    import json
+
+    from variantctl.bench.model import _request_as_written
+    from variantctl.jsonfields import Fields
+
+    r = RequestResult(index=3, ok=False, start_s=0.5, queue_s=0.25, ttft_s=0.125,
+                      latency_s=0.75, chunk_offsets_s=(0.125, 0.5, 0.75), prompt_tokens=7,
+                      output_tokens=3, cached_tokens=2, reasoning_tokens=1, usage_seen=True,
+                      error="http 500", error_detail="the server said no")
+    data = json.loads(json.dumps(r.to_json()))
+    fast = _request_as_written(data)
+    checked = RequestResult.from_fields(Fields({**data, "start_s": 1}, "r"))
+    assert fast is not None and fast == r and hash(fast) == hash(r)
+    assert vars(fast) == {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    # the class's shared keys kept: no bigger than the instance __init__ makes (a
+    # million of these in a year of runs)
+    assert sys.getsizeof(vars(fast)) == sys.getsizeof(vars(r))
+    assert checked == dataclasses.replace(r, start_s=1.0)
+    assert _request_as_written({**data, "start_s": 1}) is None
+    assert _request_as_written({**data, "index": True}) is None
+    assert _request_as_written({**data, "chunk_offsets_s": [0.1, 2]}) is None
+    assert _request_as_written({**data, "error": None, "error_detail": None}) is not None
+
+
+def test_stats_as_written_read_as_field_by_field() -> None:
+    """A Stats as to_json writes it is read at once into the value the checked read
+    gives (every field, in order); any other shape (an int mean, a "nan", a bool count)
+    takes the checked read."""
+    import dataclasses
+    import json
+    import math
+
+    from variantctl.bench.model import Stats
+    from variantctl.jsonfields import Fields, StoredFileError
+
+    st = Stats(count=4, mean=1.5, median=1.25, std=0.5, min=0.75, max=2.5, p10=0.8,
+               p50=1.25, p90=2.25, p99=2.5)
+    data = json.loads(json.dumps(st.to_json()))
+    fast = Stats.from_fields(Fields(data, "s"))
+    assert fast == st and hash(fast) == hash(st)
+    assert list(vars(fast)) == [f.name for f in dataclasses.fields(Stats)]
+    assert sys.getsizeof(vars(fast)) == sys.getsizeof(vars(st))
+    assert Stats.from_fields(Fields({**data, "mean": 2}, "s")) == \
+        dataclasses.replace(st, mean=2.0)
+    assert math.isnan(Stats.from_fields(Fields({**data, "p99": "nan"}, "s")).p99)
+    with pytest.raises(StoredFileError):
+        Stats.from_fields(Fields({**data, "count": True}, "s"))

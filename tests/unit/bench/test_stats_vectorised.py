@@ -115,3 +115,71 @@ def test_exact_sums_are_fsums(spread: float) -> None:
 
     got = stats.exact_sums(np.array(column), picks)
     assert [float(v) for v in got] == [math.fsum(column[i] for i in row) for row in picks]
+
+
+def test_sums_of_many_columns_are_each_columns_own() -> None:
+    """exact_sums_many and int_sums_many: every column's sums equal exact_sums' and
+    int_sums' of that column alone, bit for bit — columns close and far apart in
+    magnitude, all zeros, with an inf (those through the one-column fallback) beside
+    ordinary ones."""
+    import numpy as np
+
+    rng = random.Random(5)
+    n = 50
+    columns = [[rng.uniform(0.01, 3.0) for _ in range(n)],
+               [rng.choice((-1, 1)) * rng.uniform(1.0, 1e3) for _ in range(n)],
+               [rng.uniform(1.0, 1e30) * 1e-3 for _ in range(n)],  # too wide: fallback
+               [rng.uniform(1.0, 1e12) for _ in range(n)],  # too wide for 2 limbs
+               [0.0] * n,
+               [math.inf] + [1.0] * (n - 1),
+               [rng.uniform(1e-300, 1e-290) for _ in range(n)]]  # e0 < -1000: fallback
+    matrix = np.array(columns, dtype=np.float64).T
+    (picks,) = stats.resample_picks(8, 300, [n])
+    got = stats.exact_sums_many(matrix, picks)
+    for j, column in enumerate(columns):
+        want = stats.exact_sums(np.array(column), picks)
+        assert [float(v) for v in got[:, j]] == [float(v) for v in want]
+    assert [float(v) for v in got[:, 0]] == [math.fsum(columns[0][i] for i in row)
+                                             for row in picks]
+    ints = np.array([[rng.randint(1, 500) for _ in range(n)] for _ in range(3)]).T
+    total = stats.int_sums_many(ints, picks)
+    for j in range(3):
+        assert total[:, j].tolist() == stats.int_sums(ints[:, j], picks).astype(float).tolist()
+    huge = ints * (1 << 45)  # sums past 2**53: column by column, rounded as astype rounds
+    total = stats.int_sums_many(huge, picks)
+    for j in range(3):
+        assert total[:, j].tolist() == stats.int_sums(huge[:, j], picks).astype(float).tolist()
+
+
+def test_percentile_intervals_of_many_columns_are_the_sorted_ones() -> None:
+    """Quantiles read from a partition are those of the sorted draws, ties and zeros of
+    both signs included."""
+    import numpy as np
+
+    rng = random.Random(6)
+    cols = [[rng.gauss(0, 1) for _ in range(1000)],
+            [rng.choice((0.0, -0.0, 1.5, -2.0)) for _ in range(1000)],
+            [float(rng.randint(-3, 3)) for _ in range(1000)],
+            [rng.choice((0.0, -0.0)) for _ in range(1000)]]
+    estimates = [0.5, -0.25, 1.0, 0.0]
+    got = stats.percentile_intervals_many(estimates, np.array(cols).T)
+    for est, col, iv in zip(estimates, cols, got, strict=True):
+        want = stats._percentile_interval(est, list(col), stats.CONFIDENCE)
+        assert (iv.estimate, iv.lo, iv.hi) == (want.estimate, want.lo, want.hi)
+        assert [math.copysign(1.0, v) for v in (iv.lo, iv.hi)] == \
+            [math.copysign(1.0, v) for v in (want.lo, want.hi)]
+
+
+def test_the_product_in_blocks_of_rows_is_the_whole_product() -> None:
+    """pick_counts @ matrix made in blocks of rows (OpenBLAS then stays on one thread)
+    is the product made at once: sums of integers, exact either way."""
+    import numpy as np
+
+    (picks,) = stats.resample_picks(4, 1000, [64])
+    matrix = np.array([[float(random.Random(i * 97 + j).randint(-2**31, 2**31))
+                        for j in range(100)] for i in range(64)])
+    assert stats._ONE_THREAD_PRODUCT < 1000 * 64 * 100  # so made in blocks
+    got = stats._counts_times(picks, matrix)
+    assert got.shape == (1000, 100)
+    assert got.tolist() == (stats.pick_counts(picks) @ matrix).tolist()
+    assert got[:, 3].tolist() == [math.fsum(matrix[i, 3] for i in row) for row in picks]

@@ -95,3 +95,65 @@ def test_runs_trend_bad_input_is_one_error_line(run_cli: Cli, project: Path,
     assert res.code == 2, res.output
     assert "Traceback" not in res.output
     assert res.stderr.lower().startswith("error") or "Usage" in res.stderr
+
+
+def test_a_trend_of_single_launches_is_the_reference_computation(tmp_path: Path) -> None:
+    """One repeat a run (the bootstrap over requests): each point's interval and each
+    test against the run before are the ones ``point_intervals`` and ``compare_points``
+    give on their own, made from lists (which nothing keeps between calls), bit for bit."""
+    from dataclasses import replace
+
+    from variantctl.bench.uncertainty import compare_points, point_intervals
+    from variantctl.report.series import points_of
+
+    store = RunStore(tmp_path / "runs")
+    for i in range(1, 8):
+        # runs 3 and 4 with fewer requests (other resamples), run 6 with 3 repeats at c=4
+        # (a t interval, tested by Welch against its neighbours' bootstraps' fallback)
+        n = 30 if i in (3, 4) else 40
+        levels = [measured_level(c, 7 * i + c + 100 * r, n=n, slow=1.0 + 0.1 * (i == 4),
+                                 repeat=r)
+                  for c in (1, 4) for r in range(3 if (i == 6 and c == 4) else 1)]
+        store_run(store, record(f"5e5e5e5e5e-{i}", "cpu-eager"), [result(levels)])
+    runs = [load_run(store, f"5e5e5e5e5e-{i}") for i in range(1, 8)]
+    for metric in ("output_throughput", "ttft_p90", "tpot_mean"):
+        t = trend(runs, metric)
+        assert len(t.points) == 14
+        for c in (1, 4):
+            got = [p for p in t.points if p.concurrency == c]
+            fresh = [[replace(lv, requests=list(lv.requests)) for lv in p.levels]
+                     for r in runs for p in points_of(r.results[0][1].levels)
+                     if p.concurrency == c]
+            for k, point in enumerate(got):
+                assert point.figure == point_intervals(fresh[k], [metric])[metric]
+                if k == 0:
+                    assert point.change is None
+                    continue
+                (test,) = compare_points(c, fresh[k - 1], fresh[k], [metric])
+                assert point.change == test
+    assert any(p.beyond_noise for p in trend(runs).points)  # the slower fourth run
+
+
+def test_the_collector_paused_for_a_trend_is_restored_with_its_work_aged() -> None:
+    """trend_of pauses the cyclic collector; after, it is as it was, nothing is left
+    frozen, and what the block made is in the oldest generation (not left young for
+    the next collection to walk)."""
+    import gc
+
+    from variantctl.usecases.runs import _paused_gc
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with _paused_gc():
+            assert not gc.isenabled()
+            made = [[i] for i in range(20_000)]
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert id(made) in {id(o) for o in gc.get_objects(generation=2)}
+        gc.disable()
+        with _paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
