@@ -52,9 +52,7 @@ def render_per_host(
     A host that failed is reported by the one per-host error path
     (render/hosts.host_error_blocks).
     """
-    from variantctl.cli.hostresults import worst_exit_code
     from variantctl.cli.output import emit, print_json
-    from variantctl.render.hosts import per_host_blocks
 
     if not multi:
         value = runs[0].value
@@ -64,6 +62,10 @@ def render_per_host(
         else:
             emit(env, render(value))
         return exit_code(value)
+    # only --hosts reports per host (one host's result needs neither module)
+    from variantctl.cli.hostresults import worst_exit_code
+    from variantctl.render.hosts import per_host_blocks
+
     if as_json:
         # one result per host, each the object the single-host command prints
         print_json(env, {"hosts": [

@@ -5,16 +5,19 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import socket
 import stat
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError
 from variantctl.targets.base import FileStat, RunResult, error_from_oserror
 from variantctl.targets.guard import LinkRefused
+
+if TYPE_CHECKING:
+    import socket
 
 
 class LocalTarget:
@@ -232,6 +235,8 @@ class LocalTarget:
 
     def open_tcp(self, port: int, address: str = "127.0.0.1", timeout: float = 3.0
                  ) -> socket.socket:
+        import socket  # only for commands that talk to a server (patching never does)
+
         return socket.create_connection((address, port), timeout=timeout)
 
     def forward(self, port: int, address: str = "127.0.0.1"
