@@ -441,11 +441,12 @@ def _statement_codes(module: cst.Module, stmt: cst.SimpleStatementLine, indents:
 
     The statement (a call of forty keywords, in ``arg_utils.py``) is generated once,
     noting where each swapped node's tokens start and end (``before_codegen`` and
-    ``after_codegen``, the hooks libcst's own span metadata uses); the rebuilt statement's code is that text with each span replaced by
-    its new node's code. A node's code is the same inside a statement as on its own when
-    the parent passes nothing to its codegen (an element's default comma would): that is
-    checked on the old node, and a statement where it does not hold, or where not every
-    swapped node was seen, is generated a second time, rebuilt.
+    ``after_codegen``, the hooks libcst's own span metadata uses); the rebuilt
+    statement's code is that text with each span replaced by its new node's code. A
+    node's code is the same inside a statement as on its own when the parent passes
+    nothing to its codegen (an element's default comma would): that is checked on the
+    old node, and a statement where it does not hold, or where not every swapped node
+    was seen, is generated a second time, rebuilt.
     """
     from libcst._nodes.internal import CodegenState
 
