@@ -6,7 +6,6 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -39,7 +38,7 @@ class LocalTarget:
         directory = os.path.dirname(path) or "."
         base = os.path.basename(path)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".variantctl-tmp", dir=directory)
+            fd, tmp = _create_temp(directory, f".{base}.", ".variantctl-tmp")
         except OSError as exc:
             raise error_from_oserror(exc, host=self.name, path=path) from None
         try:
@@ -256,6 +255,24 @@ def _not_regular(host: str, path: str, st: os.stat_result | None) -> TargetError
 def _unlink_quietly(path: str) -> None:
     with suppress(OSError):
         os.unlink(path)
+
+
+#: what tempfile.mkstemp opens with: a new file only (never an existing one or a link's
+#: target), readable and writable by the owner alone
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp(suffix, prefix, directory)`` without importing tempfile (with
+    shutil and the compression modules it pulls in, a few ms of every apply's start-up).
+    The random part is hex, so guard.temp_pattern still recognises a left-over file."""
+    for _ in range(100):
+        path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(path, _TEMP_FLAGS, 0o600), path
+        except FileExistsError:
+            continue  # 48 random bits taken: try another name
+    raise FileExistsError(errno.EEXIST, "no unused temporary name found", directory)
 
 
 def _fsync_dir(directory: str) -> None:

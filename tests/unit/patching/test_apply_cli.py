@@ -360,8 +360,8 @@ def test_status_of_every_patchset_skips_another_layouts_patchset(  # type: ignor
 
 def test_apply_on_local_roots_loads_only_what_it_uses(project, make_roots) -> None:  # type: ignore[no-untyped-def]
     """``apply`` of a set-keyword patchset on --root directories: the process never imports
-    the remote, status-cache, custom-operation, profiling, analysis or network modules (each
-    is start-up time, a fifth of apply's on a 3,300-line file, for nothing)."""
+    the remote, status-cache, custom-operation, profiling, analysis, network or tempfile
+    modules (each is start-up time, a fifth of apply's on a 3,300-line file, for nothing)."""
     import subprocess
     import sys
 
@@ -384,7 +384,7 @@ def test_apply_on_local_roots_loads_only_what_it_uses(project, make_roots) -> No
     for root in roots:
         assert (root / REL).read_bytes() == AFTER
     unwanted = {
-        "fabric", "paramiko", "deepdiff", "numpy", "optuna", "socket",
+        "fabric", "paramiko", "deepdiff", "numpy", "optuna", "socket", "tempfile", "shutil",
         "variantctl.targets.ssh", "variantctl.targets.connect", "variantctl.targets.statecache",
         "variantctl.config.hosts", "variantctl.config.variants", "variantctl.config.signatures",
         "variantctl.patching.custom", "variantctl.patching.instrument",
