@@ -257,8 +257,8 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
-#: what tempfile.mkstemp opens with: a new file only (never an existing one or a link's
-#: target), readable and writable by the owner alone
+#: what tempfile.mkstemp opens with (with mode 0600): a new file only, never an existing
+#: one or a link's target (O_CLOEXEC is what os.open gives every descriptor anyway)
 _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -266,6 +266,7 @@ def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
     """``tempfile.mkstemp(suffix, prefix, directory)`` without importing tempfile (with
     shutil and the compression modules it pulls in, a few ms of every apply's start-up).
     The random part is hex, so guard.temp_pattern still recognises a left-over file."""
+    directory = os.path.abspath(directory)  # as mkstemp returns it
     for _ in range(100):
         path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
         try:
