@@ -52,8 +52,6 @@ def render_per_host(
     A host that failed is reported by the one per-host error path
     (render/hosts.host_error_blocks).
     """
-    from variantctl.exitcodes import worst_exit_code
-    from variantctl.render.hosts import per_host_blocks, per_host_json
     from variantctl.terminal.output import emit, print_json
 
     if not multi:
@@ -64,6 +62,10 @@ def render_per_host(
         else:
             emit(env, render(value))
         return exit_code(value)
+    # only --hosts reports per host (one host's result needs neither module)
+    from variantctl.exitcodes import worst_exit_code
+    from variantctl.render.hosts import per_host_blocks, per_host_json
+
     per_host = [(r.host, r.value, r.error) for r in runs]
     if as_json:
         print_json(env, per_host_json(per_host, to_json))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from variantctl.patching import custom, funcprint, instrument
 from variantctl.patching.model import Operation
 from variantctl.patching.scopes import Candidate, Chain, body_statements, scopes
 from variantctl.patching.states import (
@@ -35,6 +34,12 @@ from variantctl.patching.states import (
     OpState,
     combine,
 )
+from variantctl.patching.userhooks import CustomOpError
+
+# ``custom``, ``instrument`` and ``funcprint`` are imported by the operations that need
+# them (CustomOpError, their error, comes from the small module that defines it), so that
+# the usual set-keyword patchset never loads them: ``apply`` of a 3,300-line file spends a
+# fifth of its time starting up.
 
 # -- expressions -------------------------------------------------------------
 
@@ -81,11 +86,29 @@ def pattern(text: str) -> _Pattern:
 
 
 class Matcher:
-    """Compares nodes of one module with patterns (code of a node computed once)."""
+    """Compares nodes of one module with patterns (code of a node computed once), and
+    keeps the module's scopes and the calls below a scope once walked: the operations of
+    a patchset often look in the same functions (eager-allreduce's two both search
+    ``create_engine_config``, a few hundred lines)."""
 
     def __init__(self, module: cst.Module):
         self.module = module
         self._code: dict[int, str] = {}
+        self._scopes: list[tuple[str, cst.CSTNode, Chain]] | None = None
+        self._calls: dict[int, list[tuple[cst.Call, Chain]]] = {}
+
+    def scopes(self) -> list[tuple[str, cst.CSTNode, Chain]]:
+        """:func:`~variantctl.patching.scopes.scopes` of the module."""
+        if self._scopes is None:
+            self._scopes = list(scopes(self.module))
+        return self._scopes
+
+    def calls(self, root: cst.CSTNode, chain: Chain) -> list[tuple[cst.Call, Chain]]:
+        """:func:`_calls` below ``root`` (a node's ancestors are always the same chain)."""
+        found = self._calls.get(id(root))
+        if found is None:
+            found = self._calls[id(root)] = _calls(root, chain)
+        return found
 
     def code(self, node: cst.CSTNode) -> str:
         key = id(node)
@@ -194,19 +217,19 @@ def dotted(node: cst.CSTNode) -> str | None:
 # -- candidates per operation -------------------------------------------------
 
 
-def _scope_roots(module: cst.Module, names: Sequence[str]) -> list[tuple[cst.CSTNode, Chain]]:
+def _scope_roots(m: Matcher, names: Sequence[str]) -> list[tuple[cst.CSTNode, Chain]]:
     if not names:
-        return [(module, (module,))]
+        return [(m.module, (m.module,))]
     wanted = set(names)
-    return [(node, (*chain, node)) for qual, node, chain in scopes(module) if qual in wanted]
+    return [(node, (*chain, node)) for qual, node, chain in m.scopes() if qual in wanted]
 
 
 def _find_keyword(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     assert op.callee is not None
     out: list[Candidate] = []
     seen: set[int] = set()
-    for root, chain in _scope_roots(module, op.within):
-        for node, parents in _calls(root, chain):
+    for root, chain in _scope_roots(m, op.within):
+        for node, parents in m.calls(root, chain):
             name = dotted(node.func)
             if name is None or not (name == op.callee or name.endswith("." + op.callee)):
                 continue
@@ -223,7 +246,7 @@ def _find_keyword(module: cst.Module, op: Operation, m: Matcher) -> list[Candida
 
 def _find_default(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
     out: list[Candidate] = []
-    for qual, node, chain in scopes(module):
+    for qual, node, chain in m.scopes():
         if qual != op.function or not isinstance(node, cst.FunctionDef):
             continue
         params = node.params
@@ -240,7 +263,7 @@ def _find_default(module: cst.Module, op: Operation, m: Matcher) -> list[Candida
 
 
 def _find_assignment(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
-    roots = _scope_roots(module, [op.scope]) if op.scope else [(module, (module,))]
+    roots = _scope_roots(m, [op.scope]) if op.scope else [(module, (module,))]
     out: list[Candidate] = []
     for root, chain in roots:
         for stmt, sub in body_statements(root):
@@ -263,7 +286,7 @@ def _find_expression(module: cst.Module, op: Operation, m: Matcher) -> list[Cand
     assert op.from_ is not None and op.to is not None
     pats = (pattern(op.from_), pattern(op.to))
     out: list[Candidate] = []
-    for root, chain in _scope_roots(module, op.within):
+    for root, chain in _scope_roots(m, op.within):
         stack: list[tuple[cst.CSTNode, Chain]] = [(root, chain[:-1])]
         while stack:
             node, parents = stack.pop()
@@ -287,10 +310,12 @@ def function_source(module: cst.Module, node: cst.FunctionDef) -> str:
 
 
 def _find_function(module: cst.Module, op: Operation, m: Matcher) -> list[Candidate]:
+    from variantctl.patching import funcprint
+
     assert op.function is not None and op.to is not None
     applied = funcprint.fingerprint(op.to)
     out: list[Candidate] = []
-    for qual, node, chain in scopes(module):
+    for qual, node, chain in m.scopes():
         if qual != op.function or not isinstance(node, cst.FunctionDef):
             continue
         found = funcprint.fingerprint(function_source(module, node))
@@ -304,7 +329,7 @@ def _function_replacement(op: Operation, module: cst.Module, old: cst.CSTNode,
     """The ``to`` function parsed in the module's own indentation and newline style,
     keeping the blank lines and comments above the one it replaces."""
     if reverse:
-        raise custom.CustomOpError(f"replace-function {op.function}: the pristine function "
+        raise CustomOpError(f"replace-function {op.function}: the pristine function "
                                    "is known only by its fingerprint; only its backup can "
                                    "undo it")
     assert op.to is not None and isinstance(old, cst.FunctionDef)
@@ -364,17 +389,16 @@ def _splice(module: cst.Module, text: str, swaps: dict[int, cst.CSTNode], ancest
     """The patched text, generating code for the changed statements only.
 
     Regenerating a 3,300-line module costs as much as a third of parsing it.
-    Instead, each changed simple statement is generated twice (as found, and
-    rebuilt), in the indentation context of its enclosing blocks, and the
-    unique occurrence of the old text is replaced by the new. libcst
+    Instead, each changed simple statement is generated in the indentation context
+    of its enclosing blocks (:func:`_statement_codes`: as found, and rebuilt), and
+    the unique occurrence of the old text is replaced by the new. libcst
     round-trips exactly, so the statement's code *is* a substring of the file
     at its position; when it is not unique (or the statement is not a simple
     one, or is the file's last line) this returns None and the caller
     regenerates the whole module. The result is compiled by the caller either way.
     """
-    from libcst._nodes.internal import CodegenState
-
     statements: dict[int, tuple[cst.SimpleStatementLine, list[str]]] = {}
+    swapped_in: dict[int, int] = {}  # statement -> how many swapped nodes it holds
     for chain in chains:
         indents: list[str] = []
         stmt: cst.SimpleStatementLine | None = None
@@ -387,22 +411,81 @@ def _splice(module: cst.Module, text: str, swaps: dict[int, cst.CSTNode], ancest
         if stmt is None:
             return None  # e.g. in a compound statement's header: regenerate everything
         statements[id(stmt)] = (stmt, indents)
-
-    def code(node: cst.CSTNode, indents: list[str]) -> str:
-        state = CodegenState(default_indent=module.default_indent,
-                             default_newline=module.default_newline,
-                             indent_tokens=list(indents))
-        node._codegen(state)
-        return "".join(state.tokens)
+        swapped_in[id(stmt)] = swapped_in.get(id(stmt), 0) + 1
 
     out = text
     for stmt, indents in statements.values():
-        old = code(stmt, indents)
-        new = code(_rebuild(stmt, swaps, ancestors), indents)
+        old, new = _statement_codes(module, stmt, indents, swaps, ancestors,
+                                    swapped_in[id(stmt)])
         if out.count(old) != 1:
             return None
         out = out.replace(old, new, 1)
     return out
+
+
+def _codegen(module: cst.Module, node: cst.CSTNode, indents: list[str]) -> str:
+    """``node``'s code inside blocks indented by ``indents``."""
+    from libcst._nodes.internal import CodegenState
+
+    state = CodegenState(default_indent=module.default_indent,
+                         default_newline=module.default_newline, indent_tokens=list(indents))
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _statement_codes(module: cst.Module, stmt: cst.SimpleStatementLine, indents: list[str],
+                     swaps: dict[int, cst.CSTNode], ancestors: set[int], expected: int
+                     ) -> tuple[str, str]:
+    """A simple statement's code as found and with its ``expected`` swapped nodes
+    replaced.
+
+    The statement (a call of forty keywords, in ``arg_utils.py``) is generated once,
+    noting where each swapped node's tokens start and end (``before_codegen`` and
+    ``after_codegen``, the hooks libcst's own span metadata uses); the rebuilt
+    statement's code is that text with each span replaced by its new node's code. A
+    node's code is the same inside a statement as on its own when the parent passes
+    nothing to its codegen (an element's default comma would): that is checked on the
+    old node, and a statement where it does not hold, or where not every swapped node
+    was seen, is generated a second time, rebuilt.
+    """
+    from libcst._nodes.internal import CodegenState
+
+    spans: list[tuple[int, int, cst.CSTNode]] = []
+    starts: dict[int, int] = {}
+    seen = 0
+
+    class Spans(CodegenState):
+        def before_codegen(self, node: cst.CSTNode) -> None:
+            nonlocal seen
+            if id(node) not in swaps:
+                return
+            seen += 1
+            # a swapped node inside another one is replaced with it (as _rebuild does)
+            if not starts:
+                starts[id(node)] = len(self.tokens)
+
+        def after_codegen(self, node: cst.CSTNode) -> None:
+            start = starts.pop(id(node), None)
+            if start is not None:
+                spans.append((start, len(self.tokens), node))
+
+    state = Spans(default_indent=module.default_indent,
+                  default_newline=module.default_newline, indent_tokens=list(indents))
+    stmt._codegen(state)
+    tokens = state.tokens
+    # the rebuild raises what libcst's validation of the new parents would raise
+    rebuilt = _rebuild(stmt, swaps, ancestors)
+    if seen != expected:
+        return "".join(tokens), _codegen(module, rebuilt, indents)
+    parts: list[str] = []
+    done = 0
+    for start, end, node in spans:
+        if _codegen(module, node, indents) != "".join(tokens[start:end]):
+            return "".join(tokens), _codegen(module, rebuilt, indents)
+        parts += (*tokens[done:start], _codegen(module, swaps[id(node)], indents))
+        done = end
+    parts += tokens[done:]
+    return "".join(tokens), "".join(parts)
 
 
 # -- analysis -----------------------------------------------------------------
@@ -486,11 +569,15 @@ def analyze(
     custom_states: list[tuple[Operation, str, str]] = []
     for op in ops:
         if op.kind == "custom":
+            from variantctl.patching import custom
+
             state, reason = custom.detect(op, module, display=display)
             custom_states.append((op, state, reason))
             found.append((op, [], state, reason))
             continue
         if op.kind == "instrument":  # a whole-module transform, like custom
+            from variantctl.patching import instrument
+
             state, reason, cands = instrument.detect(op, module)
             custom_states.append((op, state, reason))
             found.append((op, cands, state, reason))
@@ -507,7 +594,7 @@ def analyze(
                 if op.kind == "replace-function":
                     try:
                         swaps[id(c.node)] = _function_replacement(op, module, c.node, reverse)
-                    except custom.CustomOpError as exc:
+                    except CustomOpError as exc:
                         return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
                 else:
                     swaps[id(c.node)] = _replacement(new_text, c.chain[-1] if c.chain else None)
@@ -526,10 +613,13 @@ def analyze(
             new_module = rebuilt
     for op, state, _ in custom_states:
         if state == (APPLIED if reverse else PRISTINE):
+            # imported above, when this operation's state was detected
+            from variantctl.patching import custom, instrument
+
             try:
                 new_module = (instrument if op.kind == "instrument" else custom).transform(
                     op, new_module, reverse=reverse, display=display)
-            except custom.CustomOpError as exc:
+            except CustomOpError as exc:
                 return FileAnalysis(digest, ERROR, error=f"operation {op.id}: {exc}")
             changed.append(op.id)
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import socket
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError
 from variantctl.targets.base import FileStat, RunResult, error_from_oserror
 from variantctl.targets.guard import LinkRefused
+
+if TYPE_CHECKING:
+    import socket
 
 
 class LocalTarget:
@@ -36,7 +38,7 @@ class LocalTarget:
         directory = os.path.dirname(path) or "."
         base = os.path.basename(path)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".variantctl-tmp", dir=directory)
+            fd, tmp = _create_temp(directory, f".{base}.", ".variantctl-tmp")
         except OSError as exc:
             raise error_from_oserror(exc, host=self.name, path=path) from None
         try:
@@ -241,6 +243,8 @@ class LocalTarget:
 
     def open_tcp(self, port: int, address: str = "127.0.0.1", timeout: float = 3.0
                  ) -> socket.socket:
+        import socket  # only for commands that talk to a server (patching never does)
+
         return socket.create_connection((address, port), timeout=timeout)
 
     def forward(self, port: int, address: str = "127.0.0.1"
@@ -260,6 +264,25 @@ def _not_regular(host: str, path: str, st: os.stat_result | None) -> TargetError
 def _unlink_quietly(path: str) -> None:
     with suppress(OSError):
         os.unlink(path)
+
+
+#: what tempfile.mkstemp opens with (with mode 0600): a new file only, never an existing
+#: one or a link's target (O_CLOEXEC is what os.open gives every descriptor anyway)
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _create_temp(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp(suffix, prefix, directory)`` without importing tempfile (with
+    shutil and the compression modules it pulls in, a few ms of every apply's start-up).
+    The random part is hex, so guard.temp_pattern still recognises a left-over file."""
+    directory = os.path.abspath(directory)  # as mkstemp returns it
+    for _ in range(100):
+        path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(path, _TEMP_FLAGS, 0o600), path
+        except FileExistsError:
+            continue  # 48 random bits taken: try another name
+    raise FileExistsError(errno.EEXIST, "no unused temporary name found", directory)
 
 
 def _fsync_dir(directory: str) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from variantctl.errors import TargetError
 from variantctl.exitcodes import ExitCode
@@ -45,8 +46,6 @@ from variantctl.patching.states import APPLIED, ERROR, MISSING
 from variantctl.targets.base import Target
 from variantctl.targets.guard import LinkRefused, StateConflict, check_under_root
 from variantctl.targets.ledger import lock_path, read_journal, read_ledger
-from variantctl.targets.statecache import CachedState
-from variantctl.targets.statecache import StateCache as StateCache
 from variantctl.targets.transaction import (
     Edit,
     check_state_dir,
@@ -57,6 +56,9 @@ from variantctl.targets.transaction import (
     recover,
     sha256_of,
 )
+
+if TYPE_CHECKING:
+    from variantctl.targets.statecache import StateCache
 
 LOCK_TIMEOUT = 30.0
 
@@ -432,6 +434,9 @@ def execute_status(
     With ``repair`` an interrupted transaction is repaired first (if its root's
     lock is free).
     """
+    # only status caches states: apply and rollback never load the cache's module
+    from variantctl.targets.statecache import CachedState, StateCache
+
     roots = _normalise_roots(roots)
     cache = cache or StateCache()
     report = _Draft(action=Command.STATUS, patchset=patchset.name, host=target.name,

@@ -47,6 +47,32 @@ def test_write_atomic_from_writes_chunks_or_leaves_the_old_file(tmp_path: Path) 
     assert os.listdir(tmp_path) == ["index.jsonl"]
 
 
+def test_temp_files_are_private_new_and_recognised_as_temps(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A write's temp file (what an interrupted write leaves) is created owner-only, never
+    over an existing file or through a link, and named as recovery's pattern expects."""
+    from variantctl.targets import local
+    from variantctl.targets.guard import temp_pattern
+
+    monkeypatch.chdir(tmp_path)
+    fd, tmp = local._create_temp(".", ".a.py.", ".variantctl-tmp")
+    os.close(fd)
+    assert os.path.dirname(tmp) == str(tmp_path)  # absolute, as mkstemp's
+    assert temp_pattern(str(tmp_path / "a.py")).fullmatch(os.path.basename(tmp))
+    assert os.stat(tmp).st_mode & 0o777 == 0o600
+    # a name already taken (a file, or a link to one elsewhere) is never opened: another
+    # name is drawn
+    taken = iter([bytes(6), bytes(6), b"\x01" * 6])
+    monkeypatch.setattr(local.os, "urandom", lambda n: next(taken))
+    (tmp_path / "elsewhere").write_text("keep\n")
+    os.symlink(tmp_path / "elsewhere", tmp_path / f".b.{bytes(6).hex()}.t")
+    fd, second = local._create_temp(str(tmp_path), ".b.", ".t")
+    os.close(fd)
+    assert second.endswith(f".b.{'01' * 6}.t")
+    assert (tmp_path / "elsewhere").read_text() == "keep\n"
+
+
 def test_write_new_refuses_existing(tmp_path: Path) -> None:
     t = LocalTarget()
     p = str(tmp_path / "b.bak")
