@@ -162,6 +162,8 @@ def test_a_real_tune_resumes_after_sigkill_names_a_winner_and_its_variant_measur
         stop = lab.cli("stop", "tune-eager-best", "--grace", "5")
     assert stop.code == 0, stop.output
     doc = json.loads(res.stdout)
+    run_id = RunStore(lab.project / "runs").read(Path(doc["stored"]).parent).run_id
+    assert _config_key(lab, run_id) == _config_key(lab, best["run_id"])  # the best's server
     (level,) = doc["levels"]
     assert level["concurrency"] == 4 and level["metrics"]["completed"] == 32
     measured = level["metrics"]["output_throughput"]
@@ -171,5 +173,3 @@ def test_a_real_tune_resumes_after_sigkill_names_a_winner_and_its_variant_measur
           f"{lo:.0f} … {hi:.0f}; one launch: ± {reach:.0f}), base {base['objective']:.0f} "
           f"over {base['launches']}; the written variant measured {measured:.0f}")
     assert abs(measured - best["objective"]) <= reach
-    run_id = RunStore(lab.project / "runs").read(Path(doc["stored"]).parent).run_id
-    assert _config_key(lab, run_id) == _config_key(lab, best["run_id"])
