@@ -35,10 +35,11 @@ tune's 95 % interval of the mean (mean ± t·s/√n, over the best's n launches)
 by √(n + 1). Not the interval of the mean itself: that bounds where the mean lies, and
 one launch scatters around the mean by the whole launch-to-launch spread s — with
 n = 4, even on an unchanged machine a single launch lands inside the mean's interval
-only about 75 % of the time (|t₃| < 3.18/√5), and the first run of this test measured
-579 tok/s against an interval of 723 … 1,337 (mean 1,030 over 828-1,249) with the load
-risen to 11. The bounds are not a tolerance picked here: they come from the tune's
-own launches.
+only about 75 % of the time (|t₃| < 3.18/√5). Seen in 2 of the first 4 runs of this
+test: 579 tok/s against an interval of 723 … 1,337 (mean 1,030 over 828-1,249, the
+load risen to 11), and 1,441 against 876 … 1,410 (mean 1,143); both within the
+prediction interval (± 687 and ± 596). The bounds are not a tolerance picked here: they
+come from the tune's own launches.
 """
 
 from __future__ import annotations
