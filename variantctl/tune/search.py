@@ -369,6 +369,8 @@ def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[],
             within = abs(m - top) <= abs(top) * st.reach_pct / 100.0
             if len(c.values) < st.repeats and (c is best or c is base or within):
                 need.append(c)
+        if not need:
+            need += _undecided(best, base, st.max_repeats)
         # one launch has no interval: as wide as can be
         if not need and st.repeats <= len(best.values) < st.max_repeats and (
                 len(best.values) < 2
@@ -381,3 +383,26 @@ def _confirm(spec: TuneSpec, log: SearchLog, base: Candidate, left: Callable[[],
         if c.state == MEASURED and len(c.values) < spec.stages.repeats and not c.is_base:
             c.state = PRUNED
             c.reason = "its probe was not within reach of the best"
+
+
+def _undecided(best: Candidate, base: Candidate, max_repeats: int) -> list[Candidate]:
+    """While Welch's test cannot yet tell the best from the base, the next launch goes to
+    whichever of the two has the less certain mean (the larger variance of its mean,
+    s²/n), up to ``max_repeats`` each; [] when told apart, or when neither may launch.
+
+    Why: the verdict rests on that one test, and with two launches a side its degrees of
+    freedom fall towards 1 when one side's spread dominates (t > 12.7 needed): more
+    launches of the best alone (the interval stage below) cannot help when the base is
+    the noisy side, as on a loaded machine where the slow configuration swings as much as
+    the fast one (tests/vllm/test_tune_real.py). The verdict is taken once the budget or
+    ``max_repeats`` ends the confirmation, over every launch; but the base stops getting
+    launches once the test tells the two apart, and looking after each launch makes a
+    false "beats the base" a little likelier than 5 % (at most ``max_repeats − repeats``
+    extra looks)."""
+    from variantctl.bench import stats
+
+    if best is base or base.state == FAILED or len(best.values) < 2 \
+            or len(base.values) < 2 or stats.welch(base.values, best.values).significant:
+        return []
+    sides = sorted((best, base), key=lambda c: -stats.sample_var(c.values) / len(c.values))
+    return [c for c in sides if len(c.values) < max_repeats][:1]

@@ -198,3 +198,45 @@ def test_after_the_startup_proposals_a_compass_step_tries_the_best_ones_neighbou
         log.candidates[2]
     assert best_c.settings == best
     assert _compass_step(spec, log, seen, startup=2) is None  # a local optimum: TPE's turn
+
+
+class NoisyBaseLab:
+    """The base swings 10 ↔ 20 from launch to launch, max-num-seqs 2 measures 30 or 31,
+    max-num-seqs 1 measures 5: with two launches a side, Welch's test (df ≈ 1, the base's
+    spread dominating) cannot tell 15 from 30.5."""
+
+    def __init__(self) -> None:
+        self.launched: list[Settings] = []
+
+    def screen(self, settings: Settings) -> Screened:
+        return Screened(None)
+
+    def launch(self, batch: Sequence[Settings]) -> list[Launched]:
+        out = []
+        for s in batch:
+            self.launched.append(s)
+            seqs = s.get("args.max-num-seqs")
+            k = sum(1 for x in self.launched if x.get("args.max-num-seqs") == seqs)
+            value = {None: 10.0 + 10.0 * (k % 2 == 0), 1: 5.0,
+                     2: 30.0 + k % 2}[seqs]  # type: ignore[index]
+            out.append(Launched(f"r{len(self.launched)}", value))
+        return out
+
+
+def test_while_the_best_cannot_be_told_from_a_noisy_base_the_base_is_launched_again() -> None:
+    from variantctl.bench import stats
+
+    spec = parse("variant: base\nspace:\n  args.max-num-seqs: [1, 2]\n"
+                 "objective: {maximize: output_throughput}\nbudget: {launches: 8}\n"
+                 "sampler: grid\nseed: 3\nstages: {repeats: 2, max_repeats: 4}\n")
+    lab = NoisyBaseLab()
+    log = run_search(spec, lab)
+    base = next(c for c in log.candidates if c.is_base)
+    best = next(c for c in log.candidates if c.settings == {"args.max-num-seqs": 2})
+    # two launches a side were not enough: the base (the less certain mean) got a third,
+    # which told them apart; then the best's interval was tightened (to within ±5 %)
+    assert not stats.welch(base.values[:2], best.values[:2]).significant
+    assert base.values == [10.0, 20.0, 10.0]
+    assert best.values == [31.0, 30.0, 31.0] and log.spent <= 8
+    verdict = decide(log, maximize=True)
+    assert verdict.best is best and verdict.beats_base, verdict.reason
