@@ -43,9 +43,6 @@ SHARED: dict[str, str] = {
     "tests/vllm/test_report_real.py": "cpu-eager-server",
     "tests/vllm/test_workloads_real.py": "cpu-eager-server",
 }
-#: groups collected first within their tier: one long test (12 real launches, 3-4
-#: minutes alone) started last would leave its worker running alone at the end
-FIRST_IN_TIER: frozenset[str] = frozenset({"tests/vllm/test_tune_real.py"})
 
 
 def group_of_nodeid(nodeid: str) -> str:
@@ -77,8 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = group_of_nodeid(item.nodeid)
         rank[group] = min(rank.get(group, 9), TIER_ORDER[tier_of(item)])
     # A stable sort keeps each module's own order; every worker collects the same list.
-    items.sort(key=lambda it: (rank[group_of_nodeid(it.nodeid)],
-                               group_of_nodeid(it.nodeid) not in FIRST_IN_TIER))
+    items.sort(key=lambda it: rank[group_of_nodeid(it.nodeid)])
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
