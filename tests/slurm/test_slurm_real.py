@@ -17,8 +17,8 @@ import pytest
 from tests.slurm.conftest import Project, slurm_hosts_yaml
 from tests.ssh.launchkit import run_json
 from tests.support.realvllm import VARIANT_ENV, StartBudget
-from tests.support.slurm import SlurmCluster, port_open
-from tests.support.sshd import SshLab, free_port
+from tests.support.slurm import SlurmCluster, free_port_block, port_open
+from tests.support.sshd import SshLab
 from variantctl.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ssh, pytest.mark.vllm]
@@ -34,7 +34,10 @@ def tiny_variants(project: Path, model: Path, budget: StartBudget, host: str = "
         "description: tiny Llama on the CPU build, as a SLURM job\n"
         f"host: {host}\n"
         f"model: {model}\n"
-        f"port: {free_port()}\n"
+        # below the kernel's ephemeral range and apart from the host's job-port block: a
+        # kernel-picked port (free_port) was once taken by another connection before the
+        # job bound it ("Address already in use", both tests of this module failed)
+        f"port: {free_port_block(1, first=27000)[0]}\n"
         "args:\n  load-format: dummy\n  max-model-len: 512\n  dtype: bfloat16\n"
         "  enforce-eager: true\n"
         + VARIANT_ENV + budget.startup_yaml() +
