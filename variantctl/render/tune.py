@@ -9,21 +9,12 @@ from typing import TYPE_CHECKING
 from variantctl.jsontypes import JsonMapping, JsonObject
 from variantctl.logs.bounded import visible_lines
 from variantctl.render.output import Block, text
+from variantctl.report.tuneresult import setting_text
 from variantctl.tune.model import Choices, settings_json
 from variantctl.tune.preflight import SpacePlan
 
 if TYPE_CHECKING:
     from variantctl.usecases.tune import TuneOutcome
-
-
-def _value(v: object) -> str:
-    if v is None:
-        return "unset"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
-    return str(v)
 
 
 def space_blocks(plan: SpacePlan) -> list[Block]:
@@ -40,14 +31,14 @@ def space_blocks(plan: SpacePlan) -> list[Block]:
         table.add_column(col)
     for d in spec.space:
         if isinstance(d, Choices):
-            shown = ", ".join(_value(settings_json({d.key: v})[d.key]) for v in d.values)
+            shown = ", ".join(setting_text(settings_json({d.key: v})[d.key]) for v in d.values)
         else:
             shown = (f"{d.lo:g} … {d.hi:g}" + (" (log)" if d.log else "")
                      + (" integers" if d.integer else ""))
         table.add_row(d.key, shown)
     blocks = [text(head), Block(table)]
     for p in plan.pruned:
-        blocks.append(text(f"pruned: {p.key}={_value(settings_json({p.key: p.value})[p.key])}"
+        blocks.append(text(f"pruned: {p.key}={setting_text(settings_json({p.key: p.value})[p.key])}"
                            f" — rule {p.rule}" + (f" ({p.signature})" if p.signature else "")
                            + f": {p.message}"))
     budget = spec.budget
@@ -64,7 +55,7 @@ def space_blocks(plan: SpacePlan) -> list[Block]:
 
 
 def _label(settings: object) -> str:
-    return " ".join(f"{str(k).split('.', 1)[-1]}={_value(v)}"
+    return " ".join(f"{str(k).split('.', 1)[-1]}={setting_text(v)}"
                     for k, v in (settings.items() if isinstance(settings, Mapping)
                                  else ())) or "(base)"
 

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 DROPPED = ("pruned", "failed", "predicted", "historical")
 
 
-def _value(v: object) -> str:
+def setting_text(v: object) -> str:
+    """One setting's value as ``tune`` and its report print it (``unset``, ``true``,
+    ``[a, b]``), from its ``--json`` form."""
     if v is None:
         return "unset"
     if isinstance(v, bool):
@@ -36,7 +38,7 @@ def _value(v: object) -> str:
 def settings_label(settings: Mapping[str, Any], secrets: SecretRule = DEFAULT) -> str:
     """``max-num-seqs=16 enable-chunked-prefill=true`` (the base variant: ``(base)``),
     as ``tune`` prints a candidate; a secret's value masked (a report is shared)."""
-    return " ".join(f"{str(k).split('.', 1)[-1]}={_value(secrets.mask(str(k), v))}"
+    return " ".join(f"{str(k).split('.', 1)[-1]}={setting_text(secrets.mask(str(k), v))}"
                     for k, v in settings.items()) or "(base)"
 
 
