@@ -44,6 +44,9 @@ PREFIX_QUERIES = ("vllm:prefix_cache_queries_total",)
 PREFIX_HITS = ("vllm:prefix_cache_hits_total",)
 PREFIX_HIT_RATE = ("vllm:gpu_prefix_cache_hit_rate",)  # V0: a gauge, 0..1
 PREEMPTIONS = ("vllm:num_preemptions_total",)
+#: requests the server finished, every reason (V0 and V1): tells when the counters it
+#: publishes after a response cover the level's last requests
+FINISHED = ("vllm:request_success_total",)
 
 
 class ParseError(ValueError):
@@ -137,6 +140,7 @@ class Snapshot:
     prefix_hits: float | None
     prefix_hit_rate: float | None
     preemptions: float | None
+    finished: float | None = None
 
 
 def snapshot(families: Families, t: float) -> Snapshot:
@@ -149,6 +153,7 @@ def snapshot(families: Families, t: float) -> Snapshot:
         prefix_hits=_first(families, PREFIX_HITS, "sum"),
         prefix_hit_rate=_first(families, PREFIX_HIT_RATE, "avg"),
         preemptions=_first(families, PREEMPTIONS, "sum"),
+        finished=_first(families, FINISHED, "sum"),
     )
 
 
@@ -373,6 +378,10 @@ async def fetch_metrics(host: str, port: int, path: str = "/metrics", *,
         raise ScrapeError(f"{path} on {host}:{port}: {exc or type(exc).__name__}") from None
 
 
+#: the end scrape's retry interval while vLLM's counters catch up with the level
+SETTLE_TICK_S = 0.1
+
+
 @dataclass
 class MetricsScraper:
     """Scrapes ``/metrics`` every ``interval`` seconds while the level runs.
@@ -390,6 +399,11 @@ class MetricsScraper:
     #: the server has no vLLM /metrics (404, or no vllm: series): scraping stopped
     not_vllm: bool = False
     _task: asyncio.Task[None] | None = None
+    #: how long the end scrape waits for the server's counters to cover the level
+    settle_s: float = 3.0
+    #: requests the client saw finish (set by :meth:`level_finished`): the end scrape is
+    #: repeated until the server's finished-request counter has moved as far
+    _expected: int | None = None
     #: set when the level ended: the loop checks it, because a cancellation that lands
     #: while ``wait_for`` finishes is swallowed on Python < 3.12 and the loop would
     #: scrape forever (seen: ``bench`` hung 1 run in 6 after the level's last request)
@@ -409,11 +423,38 @@ class MetricsScraper:
                 self._task.cancel()
             self._task = None
         # the level's end state (counters after its last request) belongs to the level
-        await self.scrape_once()
+        if await self.scrape_once():
+            await self._settle()
 
-    async def scrape_once(self) -> None:
-        if self.not_vllm:
+    def level_finished(self, completed: int) -> None:
+        """The client saw ``completed`` requests finish: the end scrape waits for them."""
+        self._expected = completed
+
+    async def _settle(self) -> None:
+        """Scrape the level's end state again until it covers the level's requests.
+
+        vLLM publishes a step's counters after it has sent that step's outputs (V1's
+        output handler records stats after pushing responses), so a scrape right after
+        the last response can miss its requests' prefix-cache queries (seen: 6 of 8
+        requests counted). The end snapshot (the last) is replaced, not added: it is one
+        sample of the level's end however many reads it took. Bounded by ``settle_s``; a
+        server without the finished-request counter is not waited for."""
+        if self._expected is None:
             return
+        for _ in range(round(self.settle_s / SETTLE_TICK_S)):
+            seen = _delta([s.finished for s in self.snaps])
+            if seen is None or seen >= self._expected:
+                return
+            await asyncio.sleep(SETTLE_TICK_S)
+            end = self.snaps.pop()
+            if not await self.scrape_once():
+                self.snaps.append(end)  # the scrape failed: keep what was read
+                return
+
+    async def scrape_once(self) -> bool:
+        """One scrape; True when it added a snapshot."""
+        if self.not_vllm:
+            return False
         t = self.clock()
         try:
             families = parse_text(await fetch_metrics(self.host, self.port))
@@ -423,13 +464,14 @@ class MetricsScraper:
             # a server that answers 404 has no /metrics at all, and one too large to
             # read stays so: stop asking
             self.not_vllm = "HTTP 404" in self.last_error or isinstance(exc, ScrapeTooLarge)
-            return
+            return False
         if not is_vllm(families):
             self.not_vllm = True
             self.failed += 1
             self.last_error = "/metrics holds no vllm: series (not a vLLM server?)"
-            return
+            return False
         self.snaps.append(snapshot(families, t))
+        return True
 
     async def _loop(self) -> None:
         start = self.clock()

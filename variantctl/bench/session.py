@@ -469,6 +469,7 @@ async def _one_level(
                                     stop=stop, model=model, prepared=prepared, warmup=False,
                                     repeat=repeat, on_start=lambda: started.append(m.clock()),
                                     profile=profile)
+            scraper.level_finished(level.metrics.completed)
     died = watchdog is not None and watchdog.died
     if watchdog is not None and not died and (level.errors or level.partial):
         # a dead server fails the rest of the level in milliseconds, faster than the

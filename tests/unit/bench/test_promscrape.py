@@ -22,7 +22,7 @@ from variantctl.bench.promscrape import (
 
 
 def page(running: float, waiting: float, kv: float, queries: float, hits: float,
-         preempt: float) -> str:
+         preempt: float, finished: float | None = None) -> str:
     """A page in vLLM V1's shape: HELP/TYPE lines, model_name/engine labels, histograms."""
     lab = 'engine="0",model_name="tiny"'
     return f"""# HELP python_gc_objects_collected_total Objects collected during gc
@@ -48,7 +48,9 @@ vllm:time_to_first_token_seconds_bucket{{{lab},le="+Inf"}} 7.0
 vllm:time_to_first_token_seconds_sum{{{lab}}} 1.5
 vllm:time_to_first_token_seconds_count{{{lab}}} 7.0
 vllm:cache_config_info{{block_size="16",note="a \\"quoted\\", {{braced}} value"}} 1.0
-"""
+""" + ("" if finished is None else
+       f'vllm:request_success_total{{{lab},finished_reason="length"}} {finished}\n'
+       f'vllm:request_success_total{{{lab},finished_reason="stop"}} 0.0\n')
 
 
 def test_parses_labels_values_and_histogram_parts() -> None:
@@ -145,6 +147,48 @@ def test_scraper_scrapes_during_the_level_and_once_at_its_end() -> None:
     assert s.available and s.scrapes == 3
     assert (s.prefix_cache_queries, s.prefix_cache_hits, s.preemptions) == (20, 8, 1)
     assert s.running.max == 2
+
+
+def _level(pages: list[tuple[int, str]], completed: int,
+           settle_s: float = 3.0) -> tuple[ServerMetricsSummary, list[str]]:
+    async def go() -> tuple[ServerMetricsSummary, list[str]]:
+        server, port, seen = await _serve(pages)
+        async with server:
+            scraper = MetricsScraper("127.0.0.1", port, interval=0.2, settle_s=settle_s)
+            async with scraper:
+                await asyncio.sleep(0.3)  # scrapes at 0 and 0.2
+                scraper.level_finished(completed)
+            return scraper.summary(), seen
+
+    return asyncio.run(go())
+
+
+def test_the_end_scrape_waits_for_the_counters_of_the_levels_last_requests() -> None:
+    # seen on the real server: the scrape right after the last response counted 6 of
+    # the level's 8 requests; vLLM had not yet recorded the last step's stats
+    s, seen = _level([(200, page(0, 0, 0.0, 0, 0, 0, finished=0)),
+                      (200, page(2, 0, 0.5, 64, 0, 0, finished=2)),
+                      (200, page(0, 0, 0.0, 192, 0, 0, finished=6)),
+                      (200, page(0, 0, 0.0, 256, 0, 0, finished=8))], completed=8)
+    assert len(seen) == 4  # two during the level, the end, the end again
+    assert s.scrapes == 3  # the stale end sample replaced, not added
+    assert s.prefix_cache_queries == 256 and s.running.max == 2
+
+
+def test_the_end_scrape_does_not_wait_past_its_bound_or_for_an_older_vllm() -> None:
+    lagging = [(200, page(0, 0, 0.0, 0, 0, 0, finished=0)),
+               (200, page(0, 0, 0.0, 192, 0, 0, finished=6))]
+    s, seen = _level(lagging, completed=8, settle_s=0.3)
+    assert len(seen) == 2 + 1 + 3 and s.scrapes == 3  # three more reads, then what it has
+    assert s.prefix_cache_queries == 192
+    # no finished-request counter: nothing to wait for
+    s, seen = _level([(200, page(0, 0, 0.0, 0, 0, 0)), (200, page(0, 0, 0.0, 192, 0, 0))],
+                     completed=8)
+    assert len(seen) == 3 and s.prefix_cache_queries == 192
+    # counters that already cover the level: one end scrape
+    s, seen = _level([(200, page(0, 0, 0.0, 0, 0, 0, finished=0)),
+                      (200, page(0, 0, 0.0, 256, 0, 0, finished=8))], completed=8)
+    assert len(seen) == 3 and s.prefix_cache_queries == 256
 
 
 def test_a_server_without_vllm_metrics_or_with_an_error_page() -> None:
