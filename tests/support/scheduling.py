@@ -68,11 +68,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     pytrace=False)
 
 
+#: the longest groups of a tier, collected first in it (longest first): in collection
+#: order (alphabetical) the real tune, the tier's longest module (7 real starts, about
+#: 2 min alone), came last and ran on after the other workers had finished
+LONGEST_FIRST = ("tests/vllm/test_tune_real.py", "tests/vllm/test_sweep_resume_real.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank: dict[str, int] = {}
+    rank: dict[str, tuple[int, int]] = {}
     for item in items:
         group = group_of_nodeid(item.nodeid)
-        rank[group] = min(rank.get(group, 9), TIER_ORDER[tier_of(item)])
+        first = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+        rank[group] = min(rank.get(group, (9, 0)), (TIER_ORDER[tier_of(item)], first))
     # A stable sort keeps each module's own order; every worker collects the same list.
     items.sort(key=lambda it: rank[group_of_nodeid(it.nodeid)])
 
