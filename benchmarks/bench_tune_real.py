@@ -34,8 +34,12 @@ BEST = re.compile(r"best (\d+) tok/s over (\d+) launches \(95 % CI (\d+) … (\d
 
 
 def _busy(n: int) -> list[subprocess.Popen[bytes]]:
+    """Busy loops, each a session of its own like a test worker's server: Linux's
+    autogroups share the CPU between sessions, so four loops in one session would weigh
+    as one."""
     loop = "while True: pass"
-    return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(n)]
+    return [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+            for _ in range(n)]
 
 
 def one_run(nice: int) -> dict[str, object]:

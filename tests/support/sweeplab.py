@@ -58,7 +58,7 @@ class Lab:
         return subprocess.Popen(variantctl_argv("--project", str(self.project), *args),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    def wait_phase(self, name: str, index: int, phase: str, proc: subprocess.Popen[bytes]
+    def wait_phase(self, name: str, index: int, phase: str, proc: subprocess.Popen[Any]
                    ) -> None:
         deadline = time.monotonic() + self.budget.wait
         while time.monotonic() < deadline:
@@ -73,7 +73,7 @@ class Lab:
             time.sleep(0.2)
         pytest.fail(f"point {index} never reached phase {phase}")
 
-    def wait_record(self, path: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    def wait_record(self, path: Path, proc: subprocess.Popen[Any]) -> dict[str, Any]:
         """The server record at ``path`` once the launch has written it (its server
         spawned, maybe still starting)."""
         deadline = time.monotonic() + self.budget.wait
