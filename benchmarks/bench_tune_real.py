@@ -3,12 +3,14 @@ how its written variant's later launch compares with the tune's interval: figure
 
 Runs that test module ``--runs`` times (pytest, one after another, real vLLM CPU server;
 about 2 minutes a run alone on 2 cores), optionally beside ``--load`` busy loops (the
-load a shared machine or the suite's other workers put beside it), and with the measured
-processes at the test's niceness (``--nice -10``, the default, as the suite runs them
-under root) or as they are (``--nice 0``). For each run it prints whether it passed, the
-best's mean and 95 % CI over its launches, the base's mean, the written variant's
-figure launched again and whether that lies within the prediction interval for one
-launch; then how many runs named the winner and how many reproduced it.
+load a shared machine or the suite's other workers put beside it, each loop a session
+of its own), and with the measured processes raised to the test's niceness, their
+sessions' autogroups and themselves (``--nice -10``, the default, as the suite runs them
+under root), or as they are (``--nice 0``). "passed" is the test's verdict (the
+reproduction's lower side); "within" is the two-sided check. For each run it prints
+whether it passed, the best's mean and 95 % CI over its launches, the base's mean,
+the written variant's figure launched again and whether that lies within the
+prediction interval for one launch; then how many runs named the winner and how many reproduced it.
 
 Usage (the environment of ``make test``: VARIANTCTL_VLLM_PYTHON, VARIANTCTL_TINY_MODEL,
 VARIANTCTL_CACHE):
