@@ -54,11 +54,14 @@ class Lab:
         run_dir = self.base / "work" / "run"
         return sorted(p.name for p in run_dir.glob("*.json")) if run_dir.is_dir() else []
 
-    def spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(variantctl_argv("--project", str(self.project), *args),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def spawn(self, *args: str, via: Path | None = None) -> subprocess.Popen[bytes]:
+        """A real variantctl process; ``via``: a command it runs under (``via`` ARGV…), as
+        the first process of a session of its own."""
+        argv = variantctl_argv("--project", str(self.project), *args)
+        return subprocess.Popen([str(via), *argv] if via else argv, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=via is not None)
 
-    def wait_phase(self, name: str, index: int, phase: str, proc: subprocess.Popen[Any]
+    def wait_phase(self, name: str, index: int, phase: str, proc: subprocess.Popen[bytes]
                    ) -> None:
         deadline = time.monotonic() + self.budget.wait
         while time.monotonic() < deadline:
@@ -73,7 +76,7 @@ class Lab:
             time.sleep(0.2)
         pytest.fail(f"point {index} never reached phase {phase}")
 
-    def wait_record(self, path: Path, proc: subprocess.Popen[Any]) -> dict[str, Any]:
+    def wait_record(self, path: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         """The server record at ``path`` once the launch has written it (its server
         spawned, maybe still starting)."""
         deadline = time.monotonic() + self.budget.wait

@@ -64,7 +64,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.interruptible import variantctl_argv
 from tests.support.realvllm import StartBudget
 from tests.support.slurm import port_bindable
 from tests.support.sshd import SshLab
@@ -95,7 +94,7 @@ def _raiser(directory: Path) -> Path:
     sessions whatever their processes' niceness (``setsid`` makes a new one: every
     server variantctl launches is one), so the script sets its session's autogroup
     niceness, then its own; it is run as the first command of a new session (a server,
-    through the host's ``python:``; the client, by :func:`_client`), so it raises that
+    through the host's ``python:``; the client, by ``Lab.spawn(via=)``), so it raises that
     session alone."""
     script = directory / "raise"
     script.write_text(
@@ -126,21 +125,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory, ssh_lab: SshLab, vllm_python: 
     yield from sweep_lab(tmp_path_factory, ssh_lab, python, tiny_model, start_budget)
 
 
-def _client(lab: Lab, raiser: Path, *args: str) -> subprocess.Popen[str]:
-    """variantctl (the benchmark client of a tune or a bench) in a session of its own,
-    raised like the servers it measures."""
-    argv = variantctl_argv("--project", str(lab.project), *args)
-    return subprocess.Popen([str(raiser), *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
+def _run(lab: Lab, raiser: Path, *args: str, timeout: float) -> tuple[int, str]:
+    """variantctl (the benchmark client of a tune or a bench) raised like the servers it
+    measures: its exit code and stdout (stderr after a failure)."""
+    proc = lab.spawn(*args, via=raiser)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-    return proc.returncode, out, err
+    return proc.returncode, out.decode() if proc.returncode == 0 else (out + err).decode()
 
 
 def _server_port() -> int:
@@ -182,7 +176,7 @@ def test_a_real_tune_resumes_after_sigkill_names_a_winner_and_its_variant_reprod
         f"budget: {{launches: {BUDGET}}}\n"
         "stages: {repeats: 2, max_repeats: 3, ci_pct: 50}\nseed: 1\n")
     state = lab.project / "runs" / "tunes" / "real.json"
-    proc = _client(lab, raiser, "tune", "real", "--json")
+    proc = lab.spawn("tune", "real", "--json", via=raiser)
     try:
         record = lab.wait_record(lab.base / "work" / "run" / ROUND2, proc)
     finally:
@@ -194,10 +188,10 @@ def test_a_real_tune_resumes_after_sigkill_names_a_winner_and_its_variant_reprod
     assert len(base_runs) == 1  # the base, measured before the kill
 
     started = time.monotonic()
-    code, out, err = _finish(_client(lab, raiser, "tune", "real", "--resume", "--json"),
-                             lab.budget.wait * 2)
+    code, out = _run(lab, raiser, "tune", "real", "--resume", "--json",
+                     timeout=lab.budget.wait * 2)
     took = time.monotonic() - started
-    assert code == 0, out + err
+    assert code == 0, out
     tune = json.loads(out)["tune"]
     print("tune:", json.dumps({k: tune[k] for k in ("trials", "best", "verdict")}))
     assert tune["resumed"] is True
@@ -257,9 +251,9 @@ def _launch_and_measure(lab: Lab, raiser: Path, variant: str) -> tuple[float, st
     res = lab.cli("launch", variant)
     assert res.code == 0, res.output
     try:
-        code, out, err = _finish(_client(lab, raiser, "bench", variant, *BENCH_FLAGS,
-                                         "--json"), lab.budget.wait)
-        assert code == 0, out + err
+        code, out = _run(lab, raiser, "bench", variant, *BENCH_FLAGS, "--json",
+                         timeout=lab.budget.wait)
+        assert code == 0, out
     finally:
         stop = lab.cli("stop", variant, "--grace", "5")
     assert stop.code == 0, stop.output

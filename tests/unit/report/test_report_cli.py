@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from tests.conftest import CliResult
 from tests.unit.report.builders import gpu, level, record, result, store_run, write_json
+from tests.unit.report.pngcheck import png_ok
 from variantctl.runs.store import RunStore
 
 Cli = Callable[..., CliResult]
@@ -40,15 +39,6 @@ def project(tmp_path: Path) -> Path:
     return p
 
 
-def _png_ok(data: bytes) -> tuple[int, int]:
-    img = Image.open(io.BytesIO(data))
-    assert img.format == "PNG"
-    # a drawn plot has axes, lines and text: many colours, not a blank canvas
-    colours = img.convert("RGB").getcolors(maxcolors=1 << 16)
-    assert colours is None or len(colours) > 50
-    return img.size
-
-
 def test_markdown_report_with_plots_beside_it(run_cli: Cli, project: Path) -> None:
     out = project / "rep"
     res = run_cli(["report", "aaaaaaaaaa-1", "bbbb", "cccccccccc-1", "--out", str(out)],
@@ -59,7 +49,7 @@ def test_markdown_report_with_plots_beside_it(run_cli: Cli, project: Path) -> No
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert links == ["agg_tps.png", "tpot.png", "ttft_p90.png", "gpu_util.png", "pareto.png"]
     for name in links:  # relative links to files that are there, each a drawn plot
-        assert _png_ok((out / name).read_bytes()) == (700, 420)
+        assert png_ok((out / name).read_bytes()) == (700, 420)
     # again into the same directory without GPU data: the old GPU plot does not linger
     res = run_cli(["report", "bbbbbbbbbb-1", "--out", str(out)], project=project)
     assert res.code == 0, res.output
@@ -99,7 +89,7 @@ def test_html_report_is_one_self_contained_file(run_cli: Cli, project: Path) -> 
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(images) == 5
     for b64 in images:
-        _png_ok(base64.b64decode(b64))
+        png_ok(base64.b64decode(b64))
     assert "<td>full-parser</td>" in html and "<caption>Per point</caption>" in html
 
 

@@ -6,7 +6,6 @@ candidates with their reasons."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 from collections.abc import Callable
@@ -15,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from tests.conftest import CliResult
 from tests.unit.report.builders import level, record, result, store_run
+from tests.unit.report.pngcheck import png_ok
 from tests.unit.sweeps.test_tune_search import SPEC, StandInLab
 from tests.unit.sweeps.test_tune_spec import parse
 from variantctl.jsontypes import JsonObject
@@ -53,15 +52,6 @@ def project(tmp_path: Path) -> Path:
 
 def _store_tune(project: Path, name: str, state: JsonObject) -> None:
     RunStore(project / "runs").write_tune_state(name, state)
-
-
-def _png_ok(data: bytes) -> tuple[int, int]:
-    img = Image.open(io.BytesIO(data))
-    assert img.format == "PNG"
-    # a drawn plot has axes, markers, a curve and text: many colours, not a blank canvas
-    colours = img.convert("RGB").getcolors(maxcolors=1 << 16)
-    assert colours is None or len(colours) > 50
-    return img.size
 
 
 def _rows(md: str, title: str) -> list[list[str]]:
@@ -106,7 +96,7 @@ def test_a_tune_report_has_its_trials_in_order_plot_effects_and_dropped_candidat
         assert r[6] == (t["run_id"] or "–")  # the trial's last launch
     # the plot beside it, linked, drawn
     assert "![Tune t: objective per trial and best so far](tune.png)" in md
-    assert _png_ok((out / "tune.png").read_bytes()) == (700, 480)
+    assert png_ok((out / "tune.png").read_bytes()) == (700, 480)
     # the candidates that gave no kept objective, each with its reason
     dropped = _rows(md, "Pruned and failed candidates")
     assert {r[1]: (r[2], r[3]) for r in dropped}["max-num-seqs=4"] == (
@@ -178,7 +168,7 @@ def test_no_winner_is_said_and_a_tune_adds_to_a_report_of_runs(
     alts = [a for a, _ in images]
     assert "Tune small: objective per trial and best so far" in alts
     for _, b64 in images:
-        _png_ok(base64.b64decode(b64))
+        png_ok(base64.b64decode(b64))
 
 
 @pytest.mark.parametrize("as_json", [False, True])
